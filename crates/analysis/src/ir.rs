@@ -1,0 +1,181 @@
+//! The checked program: what every engine evaluates.
+//!
+//! Relations are numbered ([`RelId`]), variables of a rule are numbered into fixed slots
+//! ([`VarId`], `0..rule.var_names.len()`), constants are [`Value`]s, and operators carry
+//! the type they work at. A rule's body is in *evaluation order*: reading it left to right,
+//! every variable a literal needs is bound by an earlier literal, so an engine can evaluate
+//! it as a pipeline of joins, filters and assignments without planning of its own.
+
+use crate::value::{SymbolTable, Type, Value};
+use dynalog_syntax::{ArithOp, CmpOp, Span};
+use std::collections::BTreeMap;
+
+/// Index of a relation in [`Program::relations`].
+pub type RelId = u32;
+/// Index of a variable slot within one rule.
+pub type VarId = u32;
+
+/// Options of an `.input` / `.output` directive, e.g. `IO="file"`, `filename="x.csv"`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoSpec {
+    pub params: BTreeMap<String, String>,
+    pub span: Span,
+}
+
+impl IoSpec {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.params.get(key).map(String::as_str)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Relation {
+    pub name: String,
+    pub column_names: Vec<String>,
+    pub types: Vec<Type>,
+    pub inputs: Vec<IoSpec>,
+    pub outputs: Vec<IoSpec>,
+    pub printsize: bool,
+    /// Declared implicitly by a rule in the study's syntax (all columns symbols).
+    pub implicit: bool,
+    pub span: Span,
+}
+
+impl Relation {
+    pub fn arity(&self) -> usize {
+        self.types.len()
+    }
+}
+
+/// An argument of a body atom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    /// A variable: bound here if no earlier literal bound it, otherwise compared.
+    Var(VarId),
+    Const(Value),
+    /// `_`: matches anything, binds nothing.
+    Wildcard,
+}
+
+/// An arithmetic expression over bound variables.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Var(VarId),
+    Const(Value),
+    /// Arithmetic at the given numeric type (`Number`, `Unsigned` or `Float`).
+    Binary {
+        op: ArithOp,
+        ty: Type,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// Unary minus at the given numeric type.
+    Neg(Type, Box<Expr>),
+}
+
+/// A body atom `r(t1, ..., tn)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Atom {
+    pub relation: RelId,
+    pub args: Vec<Term>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// A positive atom: joins, binding its not-yet-bound variables.
+    Atom(Atom),
+    /// `!r(...)`: all its variables are bound; wildcards allowed. `r` is in a lower stratum.
+    Not(Atom),
+    /// `lhs op rhs`, compared at type `ty`; all variables bound.
+    Filter {
+        op: CmpOp,
+        ty: Type,
+        lhs: Expr,
+        rhs: Expr,
+    },
+    /// `var = expr` where `var` is not yet bound: binds it.
+    Assign { var: VarId, expr: Expr },
+}
+
+/// The head of a rule: a relation and one expression per column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Head {
+    pub relation: RelId,
+    pub args: Vec<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub head: Head,
+    /// In evaluation order (see the module docs).
+    pub body: Vec<Literal>,
+    /// Slot names (`x`, or a generated name such as `_arg0` for desugared arguments).
+    pub var_names: Vec<String>,
+    pub var_types: Vec<Type>,
+    /// Index into [`Program::strata`].
+    pub stratum: usize,
+    /// The rule as written, for messages and listings.
+    pub text: String,
+    pub span: Span,
+}
+
+impl Rule {
+    /// Positive body atoms, in evaluation order.
+    pub fn positive_atoms(&self) -> impl Iterator<Item = &Atom> {
+        self.body.iter().filter_map(|l| match l {
+            Literal::Atom(a) => Some(a),
+            _ => None,
+        })
+    }
+}
+
+/// A strongly connected component of the dependency graph, evaluated as one fixpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stratum {
+    pub relations: Vec<RelId>,
+    /// Indexes into [`Program::rules`] of the rules whose head is in this stratum.
+    pub rules: Vec<usize>,
+    /// Whether some rule of this stratum reads a relation of this stratum.
+    pub recursive: bool,
+}
+
+/// A checked program, ready for evaluation.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub relations: Vec<Relation>,
+    /// Rules with a non-empty body.
+    pub rules: Vec<Rule>,
+    /// Facts written in the program (`e(1, 2).`), already evaluated.
+    pub facts: Vec<(RelId, Vec<Value>)>,
+    /// In evaluation order: a stratum reads only relations of itself and earlier strata.
+    pub strata: Vec<Stratum>,
+    /// Symbols of the program's constants; fact loading interns into the same table.
+    pub symbols: SymbolTable,
+}
+
+impl Program {
+    pub fn relation_id(&self, name: &str) -> Option<RelId> {
+        self.relations
+            .iter()
+            .position(|r| r.name == name)
+            .map(|i| i as RelId)
+    }
+
+    pub fn relation(&self, id: RelId) -> &Relation {
+        &self.relations[id as usize]
+    }
+
+    /// Render a tuple of `rel` as a Datalog fact: `path(1, "a").`
+    pub fn fact_to_string(&self, rel: RelId, tuple: &[Value]) -> String {
+        let r = self.relation(rel);
+        let args: Vec<String> = tuple
+            .iter()
+            .zip(&r.types)
+            .map(|(&v, &t)| match t {
+                Type::Symbol => format!("{:?}", self.symbols.resolve(v)),
+                _ => t.render(v, &self.symbols),
+            })
+            .collect();
+        format!("{}({}).", r.name, args.join(", "))
+    }
+}

@@ -1,0 +1,19 @@
+//! Stage 2 of the dynalog pipeline: from the AST to a checked, integer-only program.
+//!
+//! * [`value`]: the value domain. Every value is a `u32` ([`Value`]); symbols are interned
+//!   to dense ids in a [`SymbolTable`], numbers are stored as their 32-bit patterns (as in
+//!   Soufflé's default build). Engines see only these integers.
+//! * [`ir`]: the checked program engines evaluate: relations with typed columns, rules
+//!   with variables numbered into fixed slots, bodies ordered for evaluation, strata.
+//! * [`check`]: resolution (declared relations, arities), type inference and checking,
+//!   safety (groundedness), stratification (no negation through recursion), each error
+//!   a [`dynalog_syntax::Diagnostic`] pointing at the offending text.
+
+pub mod check;
+pub mod ir;
+pub mod strata;
+pub mod value;
+
+pub use check::{analyse, analyse_with, Options};
+pub use ir::*;
+pub use value::{SymbolTable, Type, Value};

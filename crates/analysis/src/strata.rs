@@ -1,0 +1,1 @@
+//! Stratification. (in progress)

@@ -1,0 +1,190 @@
+//! The value domain: every value is a `u32`.
+
+use rustc_hash::FxHashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// One column value. Its meaning depends on the column's [`Type`]:
+/// a symbol id, an `i32`, a `u32`, or an `f32`'s bits.
+pub type Value = u32;
+
+/// The four primitive types of the language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// Signed 32-bit integer (`number`).
+    Number,
+    /// Unsigned 32-bit integer (`unsigned`).
+    Unsigned,
+    /// 32-bit float (`float`).
+    Float,
+    /// Interned string (`symbol`).
+    Symbol,
+}
+
+impl Type {
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::Number => "number",
+            Type::Unsigned => "unsigned",
+            Type::Float => "float",
+            Type::Symbol => "symbol",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Type> {
+        Some(match name {
+            "number" => Type::Number,
+            "unsigned" => Type::Unsigned,
+            "float" => Type::Float,
+            "symbol" => Type::Symbol,
+            _ => return None,
+        })
+    }
+
+    /// Encode a number of this type; `None` when out of range (or for symbols).
+    pub fn encode_int(self, n: i128) -> Option<Value> {
+        match self {
+            Type::Number => i32::try_from(n).ok().map(|v| v as u32),
+            Type::Unsigned => u32::try_from(n).ok(),
+            Type::Float => Some((n as f32).to_bits()),
+            Type::Symbol => None,
+        }
+    }
+
+    /// Parse a textual value of this type (fact files); symbols are interned.
+    pub fn parse(self, text: &str, symbols: &mut SymbolTable) -> Result<Value, String> {
+        match self {
+            Type::Symbol => Ok(symbols.intern(text)),
+            Type::Number => parse_int(text)
+                .and_then(|n| i32::try_from(n).ok())
+                .map(|v| v as u32)
+                .ok_or_else(|| format!("`{text}` is not a number (signed 32-bit integer)")),
+            Type::Unsigned => parse_int(text)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("`{text}` is not an unsigned (32-bit) integer")),
+            Type::Float => text
+                .trim()
+                .parse::<f32>()
+                .map(f32::to_bits)
+                .map_err(|_| format!("`{text}` is not a float")),
+        }
+    }
+
+    /// Render a value of this type as text (fact files, CSV output).
+    pub fn render(self, v: Value, symbols: &SymbolTable) -> String {
+        match self {
+            Type::Symbol => symbols.resolve(v).to_string(),
+            Type::Number => (v as i32).to_string(),
+            Type::Unsigned => v.to_string(),
+            Type::Float => format_float(f32::from_bits(v)),
+        }
+    }
+
+    /// Order two values of this type the way a user expects (numbers numerically,
+    /// symbols as strings).
+    pub fn compare(self, a: Value, b: Value, symbols: &SymbolTable) -> std::cmp::Ordering {
+        match self {
+            Type::Symbol => symbols.resolve(a).cmp(symbols.resolve(b)),
+            Type::Number => (a as i32).cmp(&(b as i32)),
+            Type::Unsigned => a.cmp(&b),
+            Type::Float => f32::from_bits(a).total_cmp(&f32::from_bits(b)),
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn parse_int(text: &str) -> Option<i128> {
+    let t = text.trim();
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n = if let Some(h) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        i128::from_str_radix(h, 16).ok()?
+    } else if let Some(b) = digits.strip_prefix("0b").or_else(|| digits.strip_prefix("0B")) {
+        i128::from_str_radix(b, 2).ok()?
+    } else {
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse::<i128>().ok()?
+    };
+    Some(if neg { -n } else { n })
+}
+
+/// Floats print like Soufflé: shortest round-trip form, no trailing `.0` for integers.
+pub fn format_float(x: f32) -> String {
+    let s = format!("{x}");
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// Interns strings to dense `u32` ids, in order of first appearance.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolTable {
+    ids: FxHashMap<Arc<str>, Value>,
+    names: Vec<Arc<str>>,
+}
+
+impl SymbolTable {
+    pub fn new() -> SymbolTable {
+        SymbolTable::default()
+    }
+
+    pub fn intern(&mut self, s: &str) -> Value {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as Value;
+        let name: Arc<str> = s.into();
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        id
+    }
+
+    /// The id of a string already interned.
+    pub fn lookup(&self, s: &str) -> Option<Value> {
+        self.ids.get(s).copied()
+    }
+
+    /// The string of an id. Panics on an id this table never issued (an engine bug,
+    /// not a user error: user input is interned before it reaches an engine).
+    pub fn resolve(&self, id: Value) -> &str {
+        &self.names[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_render_round_trip() {
+        let mut st = SymbolTable::new();
+        assert_eq!(Type::Number.parse("-5", &mut st), Ok((-5i32) as u32));
+        assert_eq!(Type::Number.render((-5i32) as u32, &st), "-5");
+        assert!(Type::Number.parse("3000000000", &mut st).is_err());
+        assert!(Type::Number.parse("12a", &mut st).is_err());
+        assert_eq!(Type::Unsigned.parse("3000000000", &mut st), Ok(3_000_000_000));
+        assert!(Type::Unsigned.parse("-1", &mut st).is_err());
+        let f = Type::Float.parse("2.5", &mut st).unwrap();
+        assert_eq!(Type::Float.render(f, &st), "2.5");
+        let a = Type::Symbol.parse("hello", &mut st).unwrap();
+        let b = Type::Symbol.parse("hello", &mut st).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(Type::Symbol.render(a, &st), "hello");
+        assert_eq!(Type::Number.parse("0x10", &mut st), Ok(16));
+    }
+}

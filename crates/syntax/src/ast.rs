@@ -1,0 +1,195 @@
+//! The syntax tree. Every node that an error can point at carries a [`Span`].
+
+use crate::source::Span;
+
+/// An identifier with where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole program: its items in source order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Program {
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// `.type Name <: symbol`, `.type Name = number`, `.type U = A | B`.
+    Type(TypeDecl),
+    /// `.decl r(a: number, b: symbol)`.
+    Decl(RelDecl),
+    /// `.input r`, `.output r(IO=stdout)`, `.printsize r`.
+    Directive(Directive),
+    /// A rule or, when the body is empty, a fact.
+    Rule(Rule),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDecl {
+    pub name: Ident,
+    /// The types it is a subtype of, alias of, or union of (all by name).
+    pub of: Vec<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelDecl {
+    pub name: Ident,
+    /// `(attribute name, type name)` pairs.
+    pub columns: Vec<(Ident, Ident)>,
+    /// Qualifiers after the column list (`brie`, `btree`, `eqrel`, ...).
+    pub qualifiers: Vec<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectiveKind {
+    Input,
+    Output,
+    PrintSize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Directive {
+    pub kind: DirectiveKind,
+    /// One or more relations (`.output a, b`).
+    pub relations: Vec<Ident>,
+    /// `key=value` parameters; values are strings whether written quoted or bare.
+    pub params: Vec<(Ident, String)>,
+    pub span: Span,
+}
+
+/// Which surface syntax a rule was written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// `h(x) :- b(x).` (Soufflé).
+    Souffle,
+    /// `h(?x) <- [b(?x)]` (the study's published programs; relations are implicit).
+    Paper,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub head: Atom,
+    /// Empty for a fact.
+    pub body: Vec<Literal>,
+    pub style: Style,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Atom {
+    pub relation: Ident,
+    pub args: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    Positive(Atom),
+    /// `!r(x, _)`; the span covers the `!`.
+    Negative(Atom, Span),
+    /// `lhs op rhs`.
+    Compare {
+        op: CmpOp,
+        lhs: Expr,
+        rhs: Expr,
+        span: Span,
+    },
+}
+
+impl Literal {
+    pub fn span(&self) -> Span {
+        match self {
+            Literal::Positive(a) => a.span,
+            Literal::Negative(_, s) => *s,
+            Literal::Compare { span, .. } => *span,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+impl ArithOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Mod => "%",
+        }
+    }
+}
+
+/// A numeric literal as written; its final type comes from analysis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Number {
+    /// An integer literal (decimal, `0x` hex or `0b` binary), not yet range-checked.
+    Int(i128),
+    /// A literal with a `.` or an exponent.
+    Float(f64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A variable: `x` in Soufflé syntax, `?x` in the paper's (stored without the `?`).
+    Var(Ident),
+    /// `_`.
+    Wildcard(Span),
+    /// A symbol constant: `"text"` (escapes resolved), or a bare constant such as
+    /// `rdf:type` in the paper's syntax.
+    Str(String, Span),
+    Num(Number, Span),
+    /// Unary minus applied to a non-literal.
+    Neg(Box<Expr>, Span),
+    Binary {
+        op: ArithOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        span: Span,
+    },
+}
+
+impl Expr {
+    pub fn span(&self) -> Span {
+        match self {
+            Expr::Var(i) => i.span,
+            Expr::Wildcard(s) | Expr::Str(_, s) | Expr::Num(_, s) | Expr::Neg(_, s) => *s,
+            Expr::Binary { span, .. } => *span,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Tokenizer. (Implementation in progress.)

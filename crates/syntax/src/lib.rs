@@ -1,0 +1,18 @@
+//! Stage 1 of the dynalog pipeline: source text to an AST with spans.
+//!
+//! * [`source`]: source files, byte spans, line/column lookup and [`Diagnostic`]s
+//!   rendered as `file:line:col: error: reason` with the offending text.
+//! * [`ast`]: the syntax tree. Both the Soufflé-style language and the study's rule
+//!   syntax (`head <- [body, ...]`) parse to the same tree.
+//! * [`lexer`] and [`parser`]: a hand-written tokenizer and recursive-descent parser.
+//!
+//! Nothing here knows about relations' types or values; that is the analysis stage.
+
+pub mod ast;
+pub mod lexer;
+pub mod parser;
+pub mod source;
+
+pub use ast::*;
+pub use parser::parse;
+pub use source::{Diagnostic, SourceFile, Span};
