@@ -179,3 +179,90 @@ impl Program {
         format!("{}({}).", r.name, args.join(", "))
     }
 }
+
+/// `lhs op rhs` at numeric type `ty`. Integer arithmetic wraps (32-bit, as in Soufflé);
+/// division or remainder by zero gives `None`. Symbols have no arithmetic (`None`).
+pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value> {
+    match ty {
+        Type::Number => {
+            let (a, b) = (lhs as i32, rhs as i32);
+            let r = match op {
+                ArithOp::Add => a.wrapping_add(b),
+                ArithOp::Sub => a.wrapping_sub(b),
+                ArithOp::Mul => a.wrapping_mul(b),
+                ArithOp::Div => a
+                    .checked_div(b)
+                    .or_else(|| (b == -1).then(|| a.wrapping_neg()))?,
+                ArithOp::Mod => a.checked_rem(b).or_else(|| (b == -1).then_some(0))?,
+            };
+            Some(r as u32)
+        }
+        Type::Unsigned => match op {
+            ArithOp::Add => Some(lhs.wrapping_add(rhs)),
+            ArithOp::Sub => Some(lhs.wrapping_sub(rhs)),
+            ArithOp::Mul => Some(lhs.wrapping_mul(rhs)),
+            ArithOp::Div => lhs.checked_div(rhs),
+            ArithOp::Mod => lhs.checked_rem(rhs),
+        },
+        Type::Float => {
+            let (a, b) = (f32::from_bits(lhs), f32::from_bits(rhs));
+            let r = match op {
+                ArithOp::Add => a + b,
+                ArithOp::Sub => a - b,
+                ArithOp::Mul => a * b,
+                ArithOp::Div => a / b,
+                ArithOp::Mod => a % b,
+            };
+            Some(r.to_bits())
+        }
+        Type::Symbol => None,
+    }
+}
+
+/// Unary minus at numeric type `ty` (wrapping for integers).
+pub fn eval_neg(ty: Type, v: Value) -> Option<Value> {
+    match ty {
+        Type::Number => Some((v as i32).wrapping_neg() as u32),
+        Type::Unsigned => Some(v.wrapping_neg()),
+        Type::Float => Some((-f32::from_bits(v)).to_bits()),
+        Type::Symbol => None,
+    }
+}
+
+/// `lhs op rhs` compared at type `ty`. Symbols compare by id, so only `=`/`!=` are
+/// meaningful for them (analysis rejects the others).
+pub fn eval_cmp(op: CmpOp, ty: Type, lhs: Value, rhs: Value) -> bool {
+    use std::cmp::Ordering;
+    let ord = match ty {
+        Type::Number => (lhs as i32).cmp(&(rhs as i32)),
+        Type::Unsigned | Type::Symbol => lhs.cmp(&rhs),
+        Type::Float => match f32::from_bits(lhs).partial_cmp(&f32::from_bits(rhs)) {
+            Some(o) => o,
+            // NaN: only != holds.
+            None => return op == CmpOp::Ne,
+        },
+    };
+    match op {
+        CmpOp::Eq => ord == Ordering::Equal,
+        CmpOp::Ne => ord != Ordering::Equal,
+        CmpOp::Lt => ord == Ordering::Less,
+        CmpOp::Le => ord != Ordering::Greater,
+        CmpOp::Gt => ord == Ordering::Greater,
+        CmpOp::Ge => ord != Ordering::Less,
+    }
+}
+
+impl Expr {
+    /// Evaluate over a slot array in which every variable of the expression is bound.
+    /// `None` on division by zero.
+    pub fn eval(&self, slots: &[Value]) -> Option<Value> {
+        match self {
+            Expr::Var(v) => Some(slots[*v as usize]),
+            Expr::Const(c) => Some(*c),
+            Expr::Binary { op, ty, lhs, rhs } => {
+                eval_arith(*op, *ty, lhs.eval(slots)?, rhs.eval(slots)?)
+            }
+            Expr::Neg(ty, e) => eval_neg(*ty, e.eval(slots)?),
+        }
+    }
+}

@@ -14,6 +14,6 @@ pub mod ir;
 pub mod strata;
 pub mod value;
 
-pub use check::{analyse, analyse_with, Options};
+pub use check::{Options, analyse, analyse_with};
 pub use ir::*;
 pub use value::{SymbolTable, Type, Value};

@@ -104,9 +104,15 @@ fn parse_int(text: &str) -> Option<i128> {
         Some(rest) => (true, rest),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    let n = if let Some(h) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    let n = if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         i128::from_str_radix(h, 16).ok()?
-    } else if let Some(b) = digits.strip_prefix("0b").or_else(|| digits.strip_prefix("0B")) {
+    } else if let Some(b) = digits
+        .strip_prefix("0b")
+        .or_else(|| digits.strip_prefix("0B"))
+    {
         i128::from_str_radix(b, 2).ok()?
     } else {
         if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
@@ -177,7 +183,10 @@ mod tests {
         assert_eq!(Type::Number.render((-5i32) as u32, &st), "-5");
         assert!(Type::Number.parse("3000000000", &mut st).is_err());
         assert!(Type::Number.parse("12a", &mut st).is_err());
-        assert_eq!(Type::Unsigned.parse("3000000000", &mut st), Ok(3_000_000_000));
+        assert_eq!(
+            Type::Unsigned.parse("3000000000", &mut st),
+            Ok(3_000_000_000)
+        );
         assert!(Type::Unsigned.parse("-1", &mut st).is_err());
         let f = Type::Float.parse("2.5", &mut st).unwrap();
         assert_eq!(Type::Float.render(f, &st), "2.5");

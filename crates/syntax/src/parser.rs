@@ -1,9 +1,1917 @@
-//! Recursive-descent parser. (Implementation in progress.)
-use crate::ast::Program;
-use crate::source::{Diagnostic, SourceFile};
+//! Recursive-descent parser: source text to a [`Program`].
+//!
+//! The grammar is a Soufflé subset plus the study's rule syntax; both produce the
+//! same AST (see [`crate::ast`]):
+//!
+//! ```text
+//! program    := item*
+//! item       := directive | rule
+//! directive  := ".type" NAME ("<:" NAME | "=" NAME ("|" NAME)*)
+//!             | (".number_type" | ".symbol_type") NAME
+//!             | ".decl" NAME "(" [NAME ":" NAME ("," NAME ":" NAME)*] ")" QUALIFIER*
+//!             | (".input" | ".output" | ".printsize") NAME ("," NAME)*
+//!                   ["(" [KEY "=" VALUE ("," KEY "=" VALUE)*] ")"]
+//! rule       := atom "." | atom ":-" literal ("," literal)* "."        (Soufflé)
+//!             | paper_atom "<-" "[" [paper_lit ("," paper_lit)*] "]" ["."]  (study)
+//! literal    := atom | "!" atom | expr CMP expr
+//! atom       := NAME "(" [expr ("," expr)*] ")"
+//! expr       := term (("+" | "-") term)*
+//! term       := unary (("*" | "/" | "%") unary)*
+//! unary      := "-" unary | primary
+//! primary    := NAME | "_" | INT | FLOAT | STRING | "(" expr ")"
+//! paper_lit  := paper_atom | "!" paper_atom
+//! paper_atom := NAME "(" [parg ("," parg)*] ")"
+//! parg       := "?" NAME | "_" | STRING | bare constant up to whitespace , ( ) [ ] "
+//! ```
+//!
+//! A rule is in the study's syntax when its head's closing `)` is followed by `<-`
+//! ([`Lexer::paper_arrow_follows`] checks that on the raw text before the head's
+//! arguments are lexed, since bare constants such as `http://a.org/x#y` are not
+//! Soufflé tokens). Its atoms' arguments are then lexed with [`Lexer::paper_arg`].
+//!
+//! Unsupported Soufflé features (disjunction, aggregates, functors, records, ADTs,
+//! components, the preprocessor) are rejected with a specific message. Parsing stops
+//! at the first error, which points at the offending token.
+
+use crate::ast::{
+    ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Ident, Item, Literal, Number, Program,
+    RelDecl, Rule, Style, TypeDecl,
+};
+use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
+use crate::source::{Diagnostic, SourceFile, Span};
 
 /// Parse a whole program. Stops at the first syntax error.
 pub fn parse(file: &SourceFile) -> Result<Program, Diagnostic> {
-    let _ = file;
-    Ok(Program::default())
+    Parser::new(file).program().map_err(|e| *e)
+}
+
+/// Errors are boxed inside the parser: it keeps results small, and so the stack
+/// frames of the recursive expression functions (see [`MAX_DEPTH`]).
+type PError = Box<Diagnostic>;
+type PResult<T> = Result<T, PError>;
+
+/// How deeply expressions may nest (parentheses and unary minus), so that hostile
+/// input cannot overflow the stack.
+const MAX_DEPTH: usize = 128;
+
+/// Soufflé directives that exist but that dynalog does not support.
+const UNSUPPORTED_DIRECTIVES: &[&str] = &[
+    "comp",
+    "init",
+    "functor",
+    "pragma",
+    "limitsize",
+    "plan",
+    "override",
+    "lattice",
+    "once",
+    "include",
+];
+
+/// Soufflé's built-in functors (reserved words there).
+const FUNCTORS: &[&str] = &[
+    "cat",
+    "strlen",
+    "substr",
+    "ord",
+    "to_number",
+    "to_string",
+    "to_float",
+    "to_unsigned",
+    "itou",
+    "itof",
+    "ftoi",
+    "ftou",
+    "utoi",
+    "utof",
+    "range",
+    "as",
+    "autoinc",
+    "min",
+    "max",
+    "band",
+    "bor",
+    "bxor",
+    "bnot",
+    "bshl",
+    "bshr",
+    "bshru",
+    "land",
+    "lor",
+    "lxor",
+    "lnot",
+];
+
+/// Soufflé's built-in constraints, written like atoms in a rule body.
+const CONSTRAINTS: &[&str] = &["match", "contains"];
+
+/// Soufflé's aggregate keywords.
+const AGGREGATES: &[&str] = &["count", "sum", "min", "max", "mean"];
+
+struct Parser<'a> {
+    file: &'a SourceFile,
+    lexer: Lexer<'a>,
+    /// The next token, once someone has looked at it.
+    peeked: Option<Token>,
+    /// End of the last consumed token.
+    prev_end: u32,
+    /// Current expression nesting depth.
+    depth: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new(file: &'a SourceFile) -> Parser<'a> {
+        Parser {
+            file,
+            lexer: Lexer::new(file),
+            peeked: None,
+            prev_end: 0,
+            depth: 0,
+        }
+    }
+
+    // ---- token plumbing -------------------------------------------------------
+
+    fn peek(&mut self) -> PResult<&Token> {
+        let tok = match self.peeked.take() {
+            Some(tok) => tok,
+            None => self.lexer.next_token()?,
+        };
+        Ok(self.peeked.insert(tok))
+    }
+
+    /// The kind of the next token.
+    fn peek_kind(&mut self) -> PResult<&TokenKind> {
+        Ok(&self.peek()?.kind)
+    }
+
+    /// The token after the next one, without consuming anything.
+    fn peek2(&mut self) -> PResult<Token> {
+        self.peek()?;
+        let mut ahead = self.lexer;
+        Ok(ahead.next_token()?)
+    }
+
+    fn bump(&mut self) -> PResult<Token> {
+        let tok = match self.peeked.take() {
+            Some(tok) => tok,
+            None => self.lexer.next_token()?,
+        };
+        self.prev_end = tok.span.end;
+        Ok(tok)
+    }
+
+    /// Consume the next token if it is `kind`.
+    fn eat(&mut self, kind: &TokenKind) -> PResult<Option<Token>> {
+        if self.peek_kind()? == kind {
+            self.bump().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Consume a token of `kind`, or fail with "expected {what}, found ...".
+    fn expect(&mut self, kind: &TokenKind, what: &str) -> PResult<Token> {
+        match self.eat(kind)? {
+            Some(tok) => Ok(tok),
+            None => Err(self.expected(what)),
+        }
+    }
+
+    /// Consume an identifier, or fail with "expected {what}, found ...".
+    fn expect_ident(&mut self, what: &str) -> PResult<Ident> {
+        if let TokenKind::Ident(_) = self.peek_kind()? {
+            let tok = self.bump()?;
+            Ok(self.ident(tok))
+        } else {
+            Err(self.expected(what))
+        }
+    }
+
+    /// Give the lookahead token back to the lexer, so that the next read can use
+    /// another lexing mode.
+    fn unpeek(&mut self) {
+        if let Some(tok) = self.peeked.take() {
+            self.lexer.reset(tok.span.start as usize);
+        }
+    }
+
+    fn ident(&self, tok: Token) -> Ident {
+        let name = match tok.kind {
+            TokenKind::Ident(name) => name,
+            _ => self.file.slice(tok.span).to_string(),
+        };
+        Ident {
+            name,
+            span: tok.span,
+        }
+    }
+
+    /// From the start of `start` to the end of the last consumed token.
+    fn span_from(&self, start: Span) -> Span {
+        Span {
+            start: start.start,
+            end: self.prev_end.max(start.end),
+        }
+    }
+
+    // ---- errors ---------------------------------------------------------------
+
+    fn error(&self, span: Span, msg: impl Into<String>) -> PError {
+        Box::new(diagnostic(self.file, span, msg))
+    }
+
+    /// How a token is named in messages: its text in backquotes, or "end of input".
+    fn describe(&self, tok: &Token) -> String {
+        if tok.kind == TokenKind::Eof {
+            return "end of input".to_string();
+        }
+        let text = self.file.slice(tok.span);
+        if text.chars().count() > 40 {
+            let short: String = text.chars().take(37).collect();
+            format!("`{short}...`")
+        } else {
+            format!("`{text}`")
+        }
+    }
+
+    /// "expected {what}, found <next token>", pointing at the next token.
+    fn expected(&mut self, what: &str) -> PError {
+        match self.peek() {
+            Ok(tok) => {
+                let tok = tok.clone();
+                self.error(
+                    tok.span,
+                    format!("expected {what}, found {}", self.describe(&tok)),
+                )
+            }
+            Err(lex_error) => lex_error,
+        }
+    }
+
+    /// An error for a terminator missing right after the last consumed token, pointing
+    /// just past that token (where the terminator belongs), not at the next line.
+    fn missing(&mut self, what: &str) -> PError {
+        let at = self.prev_end as usize;
+        self.error(Span::new(at, at), format!("missing {what}"))
+    }
+
+    /// Whether the next token starts on a later line than the last consumed token
+    /// ended (or is the end of input): then a missing terminator is the likely cause.
+    fn next_on_new_line(&mut self) -> PResult<bool> {
+        let prev_end = self.prev_end as usize;
+        let tok = self.peek()?;
+        let start = tok.span.start as usize;
+        Ok(tok.kind == TokenKind::Eof
+            || self
+                .file
+                .text
+                .get(prev_end..start)
+                .is_some_and(|gap| gap.contains('\n')))
+    }
+
+    // ---- items ----------------------------------------------------------------
+
+    fn program(&mut self) -> PResult<Program> {
+        let mut items = Vec::new();
+        loop {
+            match self.peek_kind()? {
+                TokenKind::Eof => return Ok(Program { items }),
+                TokenKind::Dot => {
+                    let dot = self.bump()?;
+                    items.push(self.directive(dot)?);
+                }
+                TokenKind::Ident(_) => {
+                    let name = self.bump()?;
+                    items.push(Item::Rule(self.rule(name)?));
+                }
+                _ => return Err(self.expected("a rule, a fact or a directive")),
+            }
+        }
+    }
+
+    /// A directive, after its `.`.
+    fn directive(&mut self, dot: Token) -> PResult<Item> {
+        let name = match self.peek()? {
+            Token {
+                kind: TokenKind::Ident(name),
+                span,
+            } if span.start == dot.span.end => name.clone(),
+            _ => {
+                return Err(self.error(
+                    dot.span,
+                    "expected a directive name such as `.decl` right after `.`",
+                ));
+            }
+        };
+        let keyword = self.bump()?;
+        let start = dot.span;
+        match name.as_str() {
+            "type" => self.type_decl(start).map(Item::Type),
+            "number_type" | "symbol_type" => {
+                let name_ident = self.expect_ident(&format!("a type name after `.{name}`"))?;
+                let base = name.trim_end_matches("_type").to_string();
+                let span = start.to(name_ident.span);
+                Ok(Item::Type(TypeDecl {
+                    name: name_ident,
+                    of: vec![Ident {
+                        name: base,
+                        span: start.to(keyword.span),
+                    }],
+                    span,
+                }))
+            }
+            "decl" => self.rel_decl(start).map(Item::Decl),
+            "input" => self
+                .io_directive(start, DirectiveKind::Input)
+                .map(Item::Directive),
+            "output" => self
+                .io_directive(start, DirectiveKind::Output)
+                .map(Item::Directive),
+            "printsize" => self
+                .io_directive(start, DirectiveKind::PrintSize)
+                .map(Item::Directive),
+            other if UNSUPPORTED_DIRECTIVES.contains(&other) => Err(self.error(
+                start.to(keyword.span),
+                format!("the `.{other}` directive is not supported"),
+            )),
+            other => Err(self.error(
+                start.to(keyword.span),
+                format!("unknown directive `.{other}`"),
+            )),
+        }
+    }
+
+    /// `.type Name <: base`, `.type Name = base`, `.type U = A | B`, after `.type`.
+    fn type_decl(&mut self, start: Span) -> PResult<TypeDecl> {
+        let name = self.expect_ident("a type name after `.type`")?;
+        let mut of = Vec::new();
+        if self.eat(&TokenKind::Subtype)?.is_some() {
+            of.push(self.expect_ident("a type name after `<:`")?);
+        } else if self.eat(&TokenKind::Eq)?.is_some() {
+            if let TokenKind::LBracket = self.peek_kind()? {
+                let span = self.peek()?.span;
+                return Err(self.error(span, "record types (`[...]`) are not supported"));
+            }
+            loop {
+                of.push(self.expect_ident("a type name")?);
+                if let TokenKind::LBrace = self.peek_kind()? {
+                    let span = self.peek()?.span;
+                    return Err(self.error(span, "algebraic data types are not supported"));
+                }
+                if self.eat(&TokenKind::Pipe)?.is_none() {
+                    break;
+                }
+            }
+        } else {
+            return Err(self.expected(&format!("`<:` or `=` after the type name `{}`", name.name)));
+        }
+        let span = self.span_from(start);
+        Ok(TypeDecl { name, of, span })
+    }
+
+    /// `.decl r(a: number, b: symbol) qualifier*`, after `.decl`.
+    fn rel_decl(&mut self, start: Span) -> PResult<RelDecl> {
+        let name = self.expect_ident("a relation name after `.decl`")?;
+        self.expect(
+            &TokenKind::LParen,
+            &format!("`(` after the relation name `{}`", name.name),
+        )?;
+        let mut columns = Vec::new();
+        if self.eat(&TokenKind::RParen)?.is_none() {
+            loop {
+                let attr = self.expect_ident("an attribute name")?;
+                self.expect(
+                    &TokenKind::Colon,
+                    &format!("`:` and a type after the attribute `{}`", attr.name),
+                )?;
+                let ty = self.expect_ident(&format!("a type name after `{}:`", attr.name))?;
+                let column = format!("{}: {}", attr.name, ty.name);
+                columns.push((attr, ty));
+                if self.eat(&TokenKind::Comma)?.is_some() {
+                    continue;
+                }
+                if self.eat(&TokenKind::RParen)?.is_some() {
+                    break;
+                }
+                return Err(self.expected(&format!("`,` or `)` after the column `{column}`")));
+            }
+        }
+        // Qualifiers: identifiers not followed by `(` (a rule always starts `name(`).
+        let mut qualifiers = Vec::new();
+        while let TokenKind::Ident(_) = self.peek_kind()? {
+            if self.peek2()?.kind == TokenKind::LParen {
+                break;
+            }
+            let tok = self.bump()?;
+            qualifiers.push(self.ident(tok));
+        }
+        let span = self.span_from(start);
+        Ok(RelDecl {
+            name,
+            columns,
+            qualifiers,
+            span,
+        })
+    }
+
+    /// `.input a, b(key=value, ...)` and the like, after the keyword.
+    fn io_directive(&mut self, start: Span, kind: DirectiveKind) -> PResult<Directive> {
+        let keyword = match kind {
+            DirectiveKind::Input => ".input",
+            DirectiveKind::Output => ".output",
+            DirectiveKind::PrintSize => ".printsize",
+        };
+        let mut relations = vec![self.expect_ident(&format!("a relation name after `{keyword}`"))?];
+        while self.eat(&TokenKind::Comma)?.is_some() {
+            relations.push(self.expect_ident("a relation name after `,`")?);
+        }
+        let mut params = Vec::new();
+        if self.eat(&TokenKind::LParen)?.is_some() && self.eat(&TokenKind::RParen)?.is_none() {
+            loop {
+                let key = self.expect_ident("a parameter name such as `IO` or `filename`")?;
+                self.expect(
+                    &TokenKind::Eq,
+                    &format!("`=` after the parameter name `{}`", key.name),
+                )?;
+                let value = self.param_value(&key)?;
+                params.push((key, value));
+                if self.eat(&TokenKind::Comma)?.is_some() {
+                    continue;
+                }
+                if self.eat(&TokenKind::RParen)?.is_some() {
+                    break;
+                }
+                return Err(self.expected("`,` or `)` after a parameter"));
+            }
+        }
+        let span = self.span_from(start);
+        Ok(Directive {
+            kind,
+            relations,
+            params,
+            span,
+        })
+    }
+
+    /// A parameter value: a string (escapes resolved), or a bare name or number taken
+    /// as written (`IO=stdout`, `headers=true`, `delimiter=-1`).
+    fn param_value(&mut self, key: &Ident) -> PResult<String> {
+        let what = format!(
+            "a value for the parameter `{}` (a string, a name or a number)",
+            key.name
+        );
+        match self.peek_kind()? {
+            TokenKind::Str(_) => match self.bump()?.kind {
+                TokenKind::Str(s) => Ok(s),
+                _ => Err(self.expected(&what)),
+            },
+            TokenKind::Ident(_) | TokenKind::Int(_) | TokenKind::Float(_) => {
+                let tok = self.bump()?;
+                Ok(self.file.slice(tok.span).to_string())
+            }
+            TokenKind::Minus => {
+                let minus = self.bump()?;
+                match self.peek_kind()? {
+                    TokenKind::Int(_) | TokenKind::Float(_) => {
+                        let num = self.bump()?;
+                        Ok(self.file.slice(minus.span.to(num.span)).to_string())
+                    }
+                    _ => Err(self.expected("a number after `-`")),
+                }
+            }
+            _ => Err(self.expected(&what)),
+        }
+    }
+
+    // ---- rules ----------------------------------------------------------------
+
+    /// A rule or fact, after the head's relation name.
+    fn rule(&mut self, name: Token) -> PResult<Rule> {
+        let ident = self.ident(name);
+        let open = match self.peek()? {
+            Token {
+                kind: TokenKind::LParen,
+                span,
+            } => span.start as usize,
+            _ => {
+                return Err(self.expected(&format!(
+                    "`(` after the relation name `{}` (atoms without arguments are written `{}()`)",
+                    ident.name, ident.name
+                )));
+            }
+        };
+        if self.lexer.paper_arrow_follows(open) {
+            self.paper_rule(ident)
+        } else {
+            self.souffle_rule(ident)
+        }
+    }
+
+    /// `head.` or `head :- literal, ... .`
+    fn souffle_rule(&mut self, name: Ident) -> PResult<Rule> {
+        let head = self.atom(name)?;
+        let mut body = Vec::new();
+        let end = match self.peek_kind()?.clone() {
+            TokenKind::Dot => self.bump()?.span,
+            TokenKind::ColonDash => {
+                self.bump()?;
+                loop {
+                    body.push(self.literal()?);
+                    match self.peek_kind()?.clone() {
+                        TokenKind::Comma => {
+                            self.bump()?;
+                        }
+                        TokenKind::Dot => break self.bump()?.span,
+                        TokenKind::Semi => {
+                            let span = self.peek()?.span;
+                            return Err(self
+                                .error(span, "disjunction (`;`) in rule bodies is not supported"));
+                        }
+                        _ if self.next_on_new_line()? => {
+                            return Err(self.missing("`.` at the end of the rule"));
+                        }
+                        _ => return Err(self.expected("`,` or `.` after a body literal")),
+                    }
+                }
+            }
+            TokenKind::Comma => {
+                self.bump()?;
+                let span = self.peek()?.span;
+                return Err(self.error(span, "a rule has exactly one head atom"));
+            }
+            _ if self.next_on_new_line()? => {
+                return Err(self.missing("`.` at the end of the fact"));
+            }
+            _ => return Err(self.expected("`:-` or `.` after the rule head")),
+        };
+        Ok(Rule {
+            span: head.span.to(end),
+            head,
+            body,
+            style: Style::Souffle,
+        })
+    }
+
+    /// `name(expr, ...)`, after the name.
+    fn atom(&mut self, relation: Ident) -> PResult<Atom> {
+        self.expect(
+            &TokenKind::LParen,
+            &format!("`(` after the relation name `{}`", relation.name),
+        )?;
+        let mut args = Vec::new();
+        let close = match self.eat(&TokenKind::RParen)? {
+            Some(close) => close,
+            None => loop {
+                args.push(self.expr()?.0);
+                if self.eat(&TokenKind::Comma)?.is_some() {
+                    continue;
+                }
+                if let Some(close) = self.eat(&TokenKind::RParen)? {
+                    break close;
+                }
+                return Err(
+                    self.expected(&format!("`)` after the arguments of `{}`", relation.name))
+                );
+            },
+        };
+        Ok(Atom {
+            span: relation.span.to(close.span),
+            relation,
+            args,
+        })
+    }
+
+    /// A body literal of a Soufflé-style rule.
+    fn literal(&mut self) -> PResult<Literal> {
+        let tok = self.peek()?.clone();
+        match &tok.kind {
+            TokenKind::Bang => {
+                self.bump()?;
+                let name = self.expect_ident("a relation name after `!`")?;
+                let atom = self.atom(name)?;
+                let span = tok.span.to(atom.span);
+                return Ok(Literal::Negative(atom, span));
+            }
+            TokenKind::Ident(name) if self.peek2()?.kind == TokenKind::LParen => {
+                if CONSTRAINTS.contains(&name.as_str()) {
+                    return Err(self.error(
+                        tok.span,
+                        format!("the `{name}` constraint is not supported"),
+                    ));
+                }
+                // An atom, unless it turns out to be a functor call in a comparison.
+                if !FUNCTORS.contains(&name.as_str()) {
+                    let name = self.bump()?;
+                    let atom = self.atom(self.ident(name))?;
+                    if let Some(op) = self.operator_next()? {
+                        return Err(self.error(
+                            atom.relation.span,
+                            format!(
+                                "`{}(...)` is an atom and cannot be used as a value before `{op}` \
+                                 (functors are not supported)",
+                                atom.relation.name
+                            ),
+                        ));
+                    }
+                    return Ok(Literal::Positive(atom));
+                }
+            }
+            _ => {}
+        }
+        // A comparison.
+        let (lhs, lhs_ext) = self.expr()?;
+        let op = match self.peek_kind()? {
+            TokenKind::Eq => CmpOp::Eq,
+            TokenKind::Ne => CmpOp::Ne,
+            TokenKind::Lt => CmpOp::Lt,
+            TokenKind::Le => CmpOp::Le,
+            TokenKind::Gt => CmpOp::Gt,
+            TokenKind::Ge => CmpOp::Ge,
+            TokenKind::Comma | TokenKind::Dot | TokenKind::Semi if matches!(lhs, Expr::Var(_)) => {
+                let name = self.file.slice(lhs_ext).to_string();
+                return Err(self.error(
+                    lhs_ext,
+                    format!(
+                        "expected an atom or a comparison, found `{name}` \
+                         (atoms without arguments are written `{name}()`)"
+                    ),
+                ));
+            }
+            _ => {
+                return Err(self.expected(
+                    "a comparison operator (`=`, `!=`, `<`, `<=`, `>`, `>=`) after the expression",
+                ));
+            }
+        };
+        self.bump()?;
+        let (rhs, rhs_ext) = self.expr()?;
+        Ok(Literal::Compare {
+            op,
+            lhs,
+            rhs,
+            span: lhs_ext.to(rhs_ext),
+        })
+    }
+
+    /// The spelling of the next token if it is a comparison or arithmetic operator.
+    fn operator_next(&mut self) -> PResult<Option<&'static str>> {
+        Ok(match self.peek_kind()? {
+            TokenKind::Eq => Some(CmpOp::Eq.as_str()),
+            TokenKind::Ne => Some(CmpOp::Ne.as_str()),
+            TokenKind::Lt => Some(CmpOp::Lt.as_str()),
+            TokenKind::Le => Some(CmpOp::Le.as_str()),
+            TokenKind::Gt => Some(CmpOp::Gt.as_str()),
+            TokenKind::Ge => Some(CmpOp::Ge.as_str()),
+            TokenKind::Plus => Some(ArithOp::Add.as_str()),
+            TokenKind::Minus => Some(ArithOp::Sub.as_str()),
+            TokenKind::Star => Some(ArithOp::Mul.as_str()),
+            TokenKind::Slash => Some(ArithOp::Div.as_str()),
+            TokenKind::Percent => Some(ArithOp::Mod.as_str()),
+            _ => None,
+        })
+    }
+
+    // ---- expressions ------------------------------------------------------------
+    //
+    // Each returns the expression and its extent, which unlike the expression's own
+    // span includes enclosing parentheses (so `(x + 1) * 2` spans from the `(`).
+
+    /// `term (("+" | "-") term)*`
+    fn expr(&mut self) -> PResult<(Expr, Span)> {
+        let (mut lhs, mut ext) = self.term()?;
+        loop {
+            let op = match self.peek_kind()? {
+                TokenKind::Plus => ArithOp::Add,
+                TokenKind::Minus => ArithOp::Sub,
+                _ => return Ok((lhs, ext)),
+            };
+            self.bump()?;
+            let (rhs, rhs_ext) = self.term()?;
+            ext = ext.to(rhs_ext);
+            lhs = Expr::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+                span: ext,
+            };
+        }
+    }
+
+    /// `unary (("*" | "/" | "%") unary)*`
+    fn term(&mut self) -> PResult<(Expr, Span)> {
+        let (mut lhs, mut ext) = self.unary()?;
+        loop {
+            let op = match self.peek_kind()? {
+                TokenKind::Star => ArithOp::Mul,
+                TokenKind::Slash => ArithOp::Div,
+                TokenKind::Percent => ArithOp::Mod,
+                _ => return Ok((lhs, ext)),
+            };
+            self.bump()?;
+            let (rhs, rhs_ext) = self.unary()?;
+            ext = ext.to(rhs_ext);
+            lhs = Expr::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+                span: ext,
+            };
+        }
+    }
+
+    /// `"-" unary | primary`, with the depth guard.
+    fn unary(&mut self) -> PResult<(Expr, Span)> {
+        if self.depth >= MAX_DEPTH {
+            let span = self.peek()?.span;
+            return Err(self.error(span, "expression nested too deeply"));
+        }
+        self.depth += 1;
+        let result = self.unary_inner();
+        self.depth -= 1;
+        result
+    }
+
+    fn unary_inner(&mut self) -> PResult<(Expr, Span)> {
+        let Some(minus) = self.eat(&TokenKind::Minus)? else {
+            return self.primary();
+        };
+        // `-5` is the literal -5; `-x` and `-(5)` are negations.
+        if let TokenKind::Int(_) | TokenKind::Float(_) = self.peek_kind()? {
+            return self.negative_literal(minus.span);
+        }
+        let (inner, ext) = self.unary()?;
+        let span = minus.span.to(ext);
+        Ok((Expr::Neg(Box::new(inner), span), span))
+    }
+
+    /// `"(" expr ")"` or a leaf. (The recursive path is kept in small functions, and
+    /// the leaves in [`Parser::leaf`], so that each nesting level costs little stack.)
+    fn primary(&mut self) -> PResult<(Expr, Span)> {
+        let Some(open) = self.eat(&TokenKind::LParen)? else {
+            return self.leaf();
+        };
+        let (inner, _) = self.expr()?;
+        let close = self.expect(
+            &TokenKind::RParen,
+            "`)` to close the parenthesized expression",
+        )?;
+        Ok((inner, open.span.to(close.span)))
+    }
+
+    /// A numeric literal after a unary minus at `minus`.
+    fn negative_literal(&mut self, minus: Span) -> PResult<(Expr, Span)> {
+        let num = self.bump()?;
+        let span = minus.to(num.span);
+        let value = match num.kind {
+            TokenKind::Int(v) if v <= 1u128 << 127 => Number::Int((v as i128).wrapping_neg()),
+            TokenKind::Float(v) => Number::Float(-v),
+            _ => return Err(self.too_large(span)),
+        };
+        Ok((Expr::Num(value, span), span))
+    }
+
+    fn too_large(&self, span: Span) -> PError {
+        self.error(
+            span,
+            format!(
+                "integer literal `{}` does not fit in 128 bits",
+                self.file.slice(span)
+            ),
+        )
+    }
+
+    /// A variable, `_`, a literal, or an error naming the unsupported construct.
+    fn leaf(&mut self) -> PResult<(Expr, Span)> {
+        let tok = self.peek()?.clone();
+        let span = tok.span;
+        let expr = match tok.kind {
+            TokenKind::Ident(name) => {
+                if name == "_" {
+                    self.bump()?;
+                    return Ok((Expr::Wildcard(span), span));
+                }
+                let next = self.peek2()?.kind;
+                let aggregate = AGGREGATES.contains(&name.as_str());
+                if next == TokenKind::LParen {
+                    let msg = if FUNCTORS.contains(&name.as_str()) {
+                        format!("the `{name}` functor is not supported")
+                    } else if aggregate {
+                        format!("`{name}` aggregates are not supported")
+                    } else if CONSTRAINTS.contains(&name.as_str()) {
+                        format!("the `{name}` constraint is not supported")
+                    } else {
+                        format!(
+                            "`{name}(...)` cannot appear inside an expression \
+                             (atoms do not nest, and functors are not supported)"
+                        )
+                    };
+                    return Err(self.error(span, msg));
+                }
+                if aggregate
+                    && matches!(
+                        next,
+                        TokenKind::Colon
+                            | TokenKind::Ident(_)
+                            | TokenKind::Int(_)
+                            | TokenKind::Float(_)
+                            | TokenKind::Str(_)
+                    )
+                {
+                    return Err(self.error(span, format!("`{name}` aggregates are not supported")));
+                }
+                let tok = self.bump()?;
+                Expr::Var(self.ident(tok))
+            }
+            TokenKind::Int(v) => {
+                let Ok(v) = i128::try_from(v) else {
+                    return Err(self.too_large(span));
+                };
+                self.bump()?;
+                Expr::Num(Number::Int(v), span)
+            }
+            TokenKind::Float(v) => {
+                self.bump()?;
+                Expr::Num(Number::Float(v), span)
+            }
+            TokenKind::Str(s) => {
+                self.bump()?;
+                Expr::Str(s, span)
+            }
+            TokenKind::At => {
+                return Err(self.error(
+                    span,
+                    "user-defined functors (`@name(...)`) are not supported",
+                ));
+            }
+            TokenKind::Dollar => {
+                return Err(self.error(
+                    span,
+                    "algebraic data type constructors (`$Branch(...)`) are not supported",
+                ));
+            }
+            TokenKind::LBracket => {
+                return Err(self.error(span, "records (`[...]`) are not supported"));
+            }
+            TokenKind::Question => {
+                return Err(self.error(
+                    span,
+                    "`?x` variables are only allowed in rules written `head <- [body, ...]`; \
+                     in `:-` rules write `x`",
+                ));
+            }
+            _ => return Err(self.expected("an expression")),
+        };
+        Ok((expr, span))
+    }
+
+    // ---- the study's rule syntax ------------------------------------------------
+
+    /// `head <- [atom, ...]` with an optional trailing `.`, after the head's name.
+    fn paper_rule(&mut self, name: Ident) -> PResult<Rule> {
+        let head = self.paper_atom(name)?;
+        let lt = self.expect(&TokenKind::Lt, "`<-` after the rule head")?;
+        match self.peek()? {
+            Token {
+                kind: TokenKind::Minus,
+                span,
+            } if span.start == lt.span.end => {
+                self.bump()?;
+            }
+            _ => return Err(self.error(lt.span, "expected `<-` after the rule head")),
+        }
+        self.expect(&TokenKind::LBracket, "`[` after `<-`")?;
+        let mut body = Vec::new();
+        let mut end = match self.eat(&TokenKind::RBracket)? {
+            Some(close) => close.span,
+            None => loop {
+                body.push(self.paper_literal()?);
+                if self.eat(&TokenKind::Comma)?.is_some() {
+                    continue;
+                }
+                if let Some(close) = self.eat(&TokenKind::RBracket)? {
+                    break close.span;
+                }
+                if let TokenKind::Semi = self.peek_kind()? {
+                    let span = self.peek()?.span;
+                    return Err(
+                        self.error(span, "disjunction (`;`) in rule bodies is not supported")
+                    );
+                }
+                return Err(self.expected("`,` or `]` after a body atom"));
+            },
+        };
+        // A trailing `.` is tolerated, unless it starts a directive such as `.decl`.
+        if let Token {
+            kind: TokenKind::Dot,
+            span,
+        } = self.peek()?
+        {
+            let span = *span;
+            if !self.lexer.ident_starts_at(span.end as usize) {
+                self.bump()?;
+                end = span;
+            }
+        }
+        Ok(Rule {
+            span: head.span.to(end),
+            head,
+            body,
+            style: Style::Paper,
+        })
+    }
+
+    /// A body literal in the study's syntax: an atom, or a negated one.
+    fn paper_literal(&mut self) -> PResult<Literal> {
+        if let Some(bang) = self.eat(&TokenKind::Bang)? {
+            let name = self.expect_ident("a relation name after `!`")?;
+            let atom = self.paper_atom(name)?;
+            let span = bang.span.to(atom.span);
+            return Ok(Literal::Negative(atom, span));
+        }
+        let name = self.expect_ident("a body atom")?;
+        self.paper_atom(name).map(Literal::Positive)
+    }
+
+    /// `name(arg, ...)` in the study's syntax, after the name: `?x` is a variable and
+    /// anything else (bare or quoted) a symbol constant.
+    fn paper_atom(&mut self, relation: Ident) -> PResult<Atom> {
+        self.expect(
+            &TokenKind::LParen,
+            &format!("`(` after the relation name `{}`", relation.name),
+        )?;
+        let mut args = Vec::new();
+        let close = loop {
+            self.unpeek();
+            match self.lexer.paper_arg()? {
+                Some(PaperArg::Var(name, span)) => args.push(Expr::Var(Ident { name, span })),
+                Some(PaperArg::Wildcard(span)) => args.push(Expr::Wildcard(span)),
+                Some(PaperArg::Const(text, span)) => args.push(Expr::Str(text, span)),
+                None => {
+                    if args.is_empty()
+                        && let Some(close) = self.eat(&TokenKind::RParen)?
+                    {
+                        break close;
+                    }
+                    return Err(self.expected(&format!("an argument of `{}`", relation.name)));
+                }
+            }
+            if self.eat(&TokenKind::Comma)?.is_some() {
+                continue;
+            }
+            if let Some(close) = self.eat(&TokenKind::RParen)? {
+                break close;
+            }
+            return Err(self.expected(&format!("`)` after the arguments of `{}`", relation.name)));
+        };
+        Ok(Atom {
+            span: relation.span.to(close.span),
+            relation,
+            args,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> SourceFile {
+        SourceFile::new("t.dl", text)
+    }
+
+    fn parse_ok(text: &str) -> Program {
+        match parse(&file(text)) {
+            Ok(p) => p,
+            Err(e) => panic!("unexpected error:\n{e}"),
+        }
+    }
+
+    fn parse_err(text: &str) -> Diagnostic {
+        match parse(&file(text)) {
+            Ok(p) => panic!("expected an error for {text:?}, got {p:#?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Assert that `text` fails at `line:col` with exactly `message`.
+    #[track_caller]
+    fn assert_err(text: &str, line: usize, col: usize, message: &str) {
+        let e = parse_err(text);
+        assert_eq!(
+            (e.line, e.col, e.message.as_str()),
+            (line, col, message),
+            "for {text:?}:\n{e}"
+        );
+    }
+
+    fn rules(text: &str) -> Vec<Rule> {
+        parse_ok(text)
+            .items
+            .into_iter()
+            .map(|item| match item {
+                Item::Rule(r) => r,
+                other => panic!("not a rule: {other:?}"),
+            })
+            .collect()
+    }
+
+    fn only_rule(text: &str) -> Rule {
+        let mut rs = rules(text);
+        assert_eq!(rs.len(), 1, "{rs:#?}");
+        rs.remove(0)
+    }
+
+    /// The source text a span covers.
+    fn text_of(text: &str, span: Span) -> &str {
+        &text[span.start as usize..span.end as usize]
+    }
+
+    /// A compact rendering of an expression, fully parenthesized.
+    fn show(e: &Expr) -> String {
+        match e {
+            Expr::Var(i) => i.name.clone(),
+            Expr::Wildcard(_) => "_".into(),
+            Expr::Str(s, _) => format!("{s:?}"),
+            Expr::Num(Number::Int(v), _) => v.to_string(),
+            Expr::Num(Number::Float(v), _) => format!("{v:?}"),
+            Expr::Neg(inner, _) => format!("(neg {})", show(inner)),
+            Expr::Binary { op, lhs, rhs, .. } => {
+                format!("({} {} {})", show(lhs), op.as_str(), show(rhs))
+            }
+        }
+    }
+
+    fn show_atom(a: &Atom) -> String {
+        let args: Vec<String> = a.args.iter().map(show).collect();
+        format!("{}({})", a.relation.name, args.join(", "))
+    }
+
+    fn show_literal(l: &Literal) -> String {
+        match l {
+            Literal::Positive(a) => show_atom(a),
+            Literal::Negative(a, _) => format!("!{}", show_atom(a)),
+            Literal::Compare { op, lhs, rhs, .. } => {
+                format!("{} {} {}", show(lhs), op.as_str(), show(rhs))
+            }
+        }
+    }
+
+    fn show_rule(r: &Rule) -> String {
+        let body: Vec<String> = r.body.iter().map(show_literal).collect();
+        if body.is_empty() {
+            format!("{}.", show_atom(&r.head))
+        } else {
+            format!("{} :- {}.", show_atom(&r.head), body.join(", "))
+        }
+    }
+
+    /// The expression in `x(<expr>).`
+    fn expr_of(src: &str) -> Expr {
+        let text = format!("x({src}).");
+        let mut rule = only_rule(&text);
+        assert_eq!(rule.head.args.len(), 1);
+        rule.head.args.remove(0)
+    }
+
+    // ---- directives -------------------------------------------------------------
+
+    #[test]
+    fn type_declarations() {
+        let text = ".type Name <: symbol\n.type N = number\n.type U = A | B | C\n\
+                    .number_type Id\n.symbol_type S";
+        let p = parse_ok(text);
+        let types: Vec<(String, Vec<String>, &str)> = p
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::Type(t) => (
+                    t.name.name.clone(),
+                    t.of.iter().map(|i| i.name.clone()).collect(),
+                    text_of(text, t.span),
+                ),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                ("Name".into(), vec!["symbol".into()], ".type Name <: symbol"),
+                ("N".into(), vec!["number".into()], ".type N = number"),
+                (
+                    "U".into(),
+                    vec!["A".into(), "B".into(), "C".into()],
+                    ".type U = A | B | C"
+                ),
+                ("Id".into(), vec!["number".into()], ".number_type Id"),
+                ("S".into(), vec!["symbol".into()], ".symbol_type S"),
+            ]
+        );
+        let Item::Type(t) = &p.items[0] else {
+            unreachable!()
+        };
+        assert_eq!(text_of(text, t.name.span), "Name");
+        assert_eq!(text_of(text, t.of[0].span), "symbol");
+        let Item::Type(t) = &p.items[3] else {
+            unreachable!()
+        };
+        assert_eq!(text_of(text, t.of[0].span), ".number_type");
+    }
+
+    #[test]
+    fn relation_declarations() {
+        let text = ".decl edge(a: number, b:symbol) brie output\n.decl e()\n.decl p(x: N)\nedge(1, \"x\").";
+        let p = parse_ok(text);
+        assert_eq!(p.items.len(), 4);
+        let Item::Decl(d) = &p.items[0] else {
+            panic!("{:?}", p.items[0])
+        };
+        assert_eq!(d.name.name, "edge");
+        let cols: Vec<(&str, &str)> = d
+            .columns
+            .iter()
+            .map(|(a, t)| (a.name.as_str(), t.name.as_str()))
+            .collect();
+        assert_eq!(cols, vec![("a", "number"), ("b", "symbol")]);
+        let quals: Vec<&str> = d.qualifiers.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(quals, vec!["brie", "output"]);
+        assert_eq!(
+            text_of(text, d.span),
+            ".decl edge(a: number, b:symbol) brie output"
+        );
+        assert_eq!(text_of(text, d.columns[1].1.span), "symbol");
+        let Item::Decl(d) = &p.items[1] else { panic!() };
+        assert!(d.columns.is_empty() && d.qualifiers.is_empty());
+        assert_eq!(text_of(text, d.span), ".decl e()");
+        assert!(matches!(&p.items[3], Item::Rule(r) if r.head.relation.name == "edge"));
+    }
+
+    #[test]
+    fn qualifier_names_that_start_a_rule_are_not_qualifiers() {
+        let p = parse_ok(".decl r(x: number) eqrel\nbrie(1).\ninline(2) :- brie(2).");
+        let Item::Decl(d) = &p.items[0] else { panic!() };
+        assert_eq!(d.qualifiers.len(), 1);
+        assert_eq!(p.items.len(), 3);
+    }
+
+    fn directive(item: &Item) -> &Directive {
+        match item {
+            Item::Directive(d) => d,
+            other => panic!("not a directive: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn io_directives() {
+        let text = ".input r\n.input a, b\n\
+                    .input r(IO=\"file\", filename=\"x\\\\y.csv\", delimiter=\",\")\n\
+                    .output r\n.output r(IO=stdout, headers=true, n=-3, f=1.5)\n\
+                    .printsize r\n.output a, b()";
+        let p = parse_ok(text);
+        type Summary<'t> = (
+            DirectiveKind,
+            Vec<&'t str>,
+            Vec<(&'t str, &'t str)>,
+            &'t str,
+        );
+        let summary: Vec<Summary> = p
+            .items
+            .iter()
+            .map(|item| {
+                let d = directive(item);
+                (
+                    d.kind,
+                    d.relations.iter().map(|r| r.name.as_str()).collect(),
+                    d.params
+                        .iter()
+                        .map(|(k, v)| (k.name.as_str(), v.as_str()))
+                        .collect(),
+                    text_of(text, d.span),
+                )
+            })
+            .collect();
+        use DirectiveKind::*;
+        assert_eq!(
+            summary,
+            vec![
+                (Input, vec!["r"], vec![], ".input r"),
+                (Input, vec!["a", "b"], vec![], ".input a, b"),
+                (
+                    Input,
+                    vec!["r"],
+                    vec![("IO", "file"), ("filename", "x\\y.csv"), ("delimiter", ",")],
+                    ".input r(IO=\"file\", filename=\"x\\\\y.csv\", delimiter=\",\")"
+                ),
+                (Output, vec!["r"], vec![], ".output r"),
+                (
+                    Output,
+                    vec!["r"],
+                    vec![
+                        ("IO", "stdout"),
+                        ("headers", "true"),
+                        ("n", "-3"),
+                        ("f", "1.5")
+                    ],
+                    ".output r(IO=stdout, headers=true, n=-3, f=1.5)"
+                ),
+                (PrintSize, vec!["r"], vec![], ".printsize r"),
+                (Output, vec!["a", "b"], vec![], ".output a, b()"),
+            ]
+        );
+    }
+
+    #[test]
+    fn directive_then_rule() {
+        let p = parse_ok(".output path\npath(x, y) :- edge(x, y).");
+        assert_eq!(p.items.len(), 2);
+        assert_eq!(directive(&p.items[0]).relations.len(), 1);
+    }
+
+    // ---- Soufflé-style rules --------------------------------------------------------
+
+    #[test]
+    fn facts_and_rules() {
+        let text = "e(\"a\", 1).\nh(x, y) :- a(x, z), b(z, y).\np() :- q().\nq().";
+        let rs = rules(text);
+        let shown: Vec<String> = rs.iter().map(show_rule).collect();
+        assert_eq!(
+            shown,
+            vec![
+                "e(\"a\", 1).",
+                "h(x, y) :- a(x, z), b(z, y).",
+                "p() :- q().",
+                "q().",
+            ]
+        );
+        assert!(rs.iter().all(|r| r.style == Style::Souffle));
+        assert!(rs[0].body.is_empty());
+        assert_eq!(text_of(text, rs[0].span), "e(\"a\", 1).");
+        assert_eq!(text_of(text, rs[1].span), "h(x, y) :- a(x, z), b(z, y).");
+        assert_eq!(text_of(text, rs[1].head.span), "h(x, y)");
+        assert_eq!(text_of(text, rs[1].head.relation.span), "h");
+        assert_eq!(text_of(text, rs[1].body[1].span()), "b(z, y)");
+        let Expr::Var(y) = &rs[1].head.args[1] else {
+            panic!()
+        };
+        assert_eq!((y.name.as_str(), text_of(text, y.span)), ("y", "y"));
+    }
+
+    #[test]
+    fn rules_spanning_lines_with_comments() {
+        let text = "// header\npath(x, z) :- /* join */\n  path(x, y), // left\n  edge(y, z).\n";
+        let r = only_rule(text);
+        assert_eq!(show_rule(&r), "path(x, z) :- path(x, y), edge(y, z).");
+        assert_eq!(
+            text_of(text, r.span),
+            "path(x, z) :- /* join */\n  path(x, y), // left\n  edge(y, z)."
+        );
+    }
+
+    #[test]
+    fn negation_comparisons_and_wildcards() {
+        let text =
+            "r(x) :- a(x, _), !b(x, _), x = 1, x != 2, x < 3, x <= 4, x > 5, x >= 6, \"s\" = x.";
+        let r = only_rule(text);
+        assert_eq!(
+            show_rule(&r),
+            "r(x) :- a(x, _), !b(x, _), x = 1, x != 2, x < 3, x <= 4, x > 5, x >= 6, \"s\" = x."
+        );
+        let Literal::Negative(atom, span) = &r.body[1] else {
+            panic!()
+        };
+        assert_eq!(text_of(text, *span), "!b(x, _)");
+        assert_eq!(text_of(text, atom.span), "b(x, _)");
+        assert!(
+            matches!(&r.body[0], Literal::Positive(a) if matches!(a.args[1], Expr::Wildcard(_)))
+        );
+        let Literal::Compare { op, span, .. } = &r.body[4] else {
+            panic!()
+        };
+        assert_eq!((*op, text_of(text, *span)), (CmpOp::Lt, "x < 3"));
+    }
+
+    #[test]
+    fn arithmetic_in_heads_and_bodies() {
+        let r = only_rule("n(x + 1) :- n(x), x < 10.");
+        assert_eq!(show_rule(&r), "n((x + 1)) :- n(x), x < 10.");
+        let r = only_rule("big(x) :- v(x), x * 2 >= -3.");
+        assert_eq!(show_rule(&r), "big(x) :- v(x), (x * 2) >= -3.");
+        // `x<-3` is a comparison with -3, not an arrow.
+        let r = only_rule("s(x) :- v(x), x<-3.");
+        assert_eq!(show_rule(&r), "s(x) :- v(x), x < -3.");
+        let text = "c(x) :- v(x), (x + 1) * 2 = 4.";
+        let r = only_rule(text);
+        let Literal::Compare { span, lhs, .. } = &r.body[1] else {
+            panic!()
+        };
+        assert_eq!(text_of(text, *span), "(x + 1) * 2 = 4");
+        assert_eq!(text_of(text, lhs.span()), "(x + 1) * 2");
+    }
+
+    #[test]
+    fn expression_precedence_and_associativity() {
+        let cases = [
+            ("1 + 2 * 3", "(1 + (2 * 3))"),
+            ("1 * 2 + 3", "((1 * 2) + 3)"),
+            ("a - b - c", "((a - b) - c)"),
+            ("a / b % c * d", "(((a / b) % c) * d)"),
+            ("(a + b) * c", "((a + b) * c)"),
+            ("a - -1", "(a - -1)"),
+            ("-x * 2", "((neg x) * 2)"),
+            ("-(5)", "(neg 5)"),
+            ("--5", "(neg -5)"),
+            ("-(a + b)", "(neg (a + b))"),
+            ("((a))", "a"),
+        ];
+        for (src, want) in cases {
+            assert_eq!(show(&expr_of(src)), want, "{src}");
+        }
+    }
+
+    #[test]
+    fn numeric_literals() {
+        let cases: [(&str, Number); 10] = [
+            ("42", Number::Int(42)),
+            ("0x1f", Number::Int(31)),
+            ("0b101", Number::Int(5)),
+            ("-7", Number::Int(-7)),
+            ("1.5", Number::Float(1.5)),
+            ("2e3", Number::Float(2000.0)),
+            ("1.5e-3", Number::Float(0.0015)),
+            ("-2.5", Number::Float(-2.5)),
+            (
+                "170141183460469231731687303715884105727",
+                Number::Int(i128::MAX),
+            ),
+            (
+                "-170141183460469231731687303715884105728",
+                Number::Int(i128::MIN),
+            ),
+        ];
+        for (src, want) in cases {
+            let text = format!("x({src}).");
+            let e = expr_of(src);
+            let Expr::Num(n, span) = e else {
+                panic!("{src}: {e:?}")
+            };
+            assert_eq!(n, want, "{src}");
+            assert_eq!(text_of(&text, span), src, "span of {src}");
+        }
+        let e = expr_of("- 3");
+        assert!(matches!(e, Expr::Num(Number::Int(-3), s) if s == Span::new(2, 5)));
+    }
+
+    #[test]
+    fn string_literals() {
+        let e = expr_of(r#""a\"b\\c\nd\te\rf""#);
+        assert_eq!(e, Expr::Str("a\"b\\c\nd\te\rf".into(), Span::new(2, 20)));
+        assert_eq!(expr_of(r#""""#), Expr::Str(String::new(), Span::new(2, 4)));
+    }
+
+    // ---- the study's rule syntax ---------------------------------------------
+
+    const RDFS: &str = "T(?y, rdf:type, ?x) <- [T(?a, rdfs:domain, ?x), T(?y, ?a, ?z)]
+T(?z, rdf:type, ?x) <- [T(?a, rdfs:range, ?x), T(?y, ?a, ?z)]
+T(?x, rdfs:subPropertyOf, ?z) <- [T(?x, rdfs:subPropertyOf, ?y), T(?y, rdfs:subPropertyOf, ?z)]
+T(?x, rdfs:subClassOf, ?z) <- [T(?x, rdfs:subClassOf, ?y), T(?y, rdfs:subClassOf, ?z)]
+T(?z, rdf:type, ?y) <- [T(?x, rdfs:subClassOf, ?y), T(?z, rdf:type, ?x)]
+T(?x, ?b, ?y) <- [T(?a, rdfs:subPropertyOf, ?b), T(?x, ?a, ?y)]";
+
+    const TC: &str = "tc(?x, ?y) <- [a(?x, ?y)]
+tc(?x, ?z) <- [tc(?x, ?y), a(?y, ?z)]";
+
+    /// The first and last lines of the study's OWL 2 RL program for LUBM.
+    const OWL2RL_EXCERPT: &str = "University(?y) <- [mastersDegreeFrom(?x,?y)]
+Person(?x) <- [title(?x,?y)]
+degreeFrom(?x,?y) <- [hasAlumnus(?y,?x)]
+TeachingAssistant(?x) <- [Person(?x), teachingAssistantOf(?x,?y), Course(?y)]
+Employee(?x) <- [Person(?x), worksFor(?x,?y), Organization(?y)]
+Dean(?x) <- [headOf(?x,?y), College(?y)]
+subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]";
+
+    #[test]
+    fn paper_rdfs() {
+        let rs = rules(RDFS);
+        assert_eq!(rs.len(), 6);
+        assert!(rs.iter().all(|r| r.style == Style::Paper));
+        assert_eq!(
+            show_rule(&rs[0]),
+            "T(y, \"rdf:type\", x) :- T(a, \"rdfs:domain\", x), T(y, a, z)."
+        );
+        assert_eq!(
+            show_rule(&rs[5]),
+            "T(x, b, y) :- T(a, \"rdfs:subPropertyOf\", b), T(x, a, y)."
+        );
+        let first_line = RDFS.lines().next().unwrap();
+        assert_eq!(text_of(RDFS, rs[0].span), first_line);
+        assert_eq!(text_of(RDFS, rs[0].head.span), "T(?y, rdf:type, ?x)");
+        let Expr::Var(y) = &rs[0].head.args[0] else {
+            panic!()
+        };
+        assert_eq!((y.name.as_str(), text_of(RDFS, y.span)), ("y", "?y"));
+        let Expr::Str(c, span) = &rs[0].head.args[1] else {
+            panic!()
+        };
+        assert_eq!((c.as_str(), text_of(RDFS, *span)), ("rdf:type", "rdf:type"));
+        // The file has no trailing newline: the last rule ends at the very end.
+        assert_eq!(rs[5].span.end as usize, RDFS.len());
+    }
+
+    #[test]
+    fn paper_tc_and_owl2rl() {
+        let rs = rules(TC);
+        assert_eq!(
+            rs.iter().map(show_rule).collect::<Vec<_>>(),
+            vec!["tc(x, y) :- a(x, y).", "tc(x, z) :- tc(x, y), a(y, z)."]
+        );
+        let rs = rules(OWL2RL_EXCERPT);
+        assert_eq!(rs.len(), 7);
+        assert_eq!(
+            show_rule(&rs[3]),
+            "TeachingAssistant(x) :- Person(x), teachingAssistantOf(x, y), Course(y)."
+        );
+        assert_eq!(
+            show_rule(&rs[6]),
+            "subOrganizationOf(x, z) :- subOrganizationOf(x, y), subOrganizationOf(y, z)."
+        );
+    }
+
+    /// The study's real files, when this machine has them (not required).
+    #[test]
+    fn paper_files_if_present() {
+        let dir = std::path::Path::new("/work/shared/paper-data");
+        for (name, count) in [("rdfs.dl", 6), ("tc.dl", 2), ("owl2rl_lubm.dl", 98)] {
+            let Ok(text) = std::fs::read_to_string(dir.join(name)) else {
+                continue;
+            };
+            let rs = rules(&text);
+            assert_eq!(rs.len(), count, "{name}");
+            assert!(
+                rs.iter()
+                    .all(|r| r.style == Style::Paper && !r.body.is_empty())
+            );
+        }
+    }
+
+    #[test]
+    fn paper_constants() {
+        let text =
+            "p(http://x.org/a#b, <http://y.org/c>, \"q s\", ub:Person, 42, plain, _) <- [] \n";
+        let r = only_rule(text);
+        assert!(r.body.is_empty());
+        assert_eq!(r.style, Style::Paper);
+        assert_eq!(
+            show_atom(&r.head),
+            "p(\"http://x.org/a#b\", \"<http://y.org/c>\", \"q s\", \"ub:Person\", \"42\", \"plain\", _)"
+        );
+        assert_eq!(text_of(text, r.span), &text[..text.len() - 2]);
+        let Expr::Str(_, span) = &r.head.args[1] else {
+            panic!()
+        };
+        assert_eq!(text_of(text, *span), "<http://y.org/c>");
+    }
+
+    #[test]
+    fn paper_trailing_dot_negation_and_mixing() {
+        let text = ".decl T(s: symbol, p: symbol, o: symbol)\n\
+                    h(?x) <- [T(?x, a, b), !g(?x)].\n\
+                    g(c) <- []\n\
+                    .output h\n\
+                    k(?x) <- [ h( ?x ) ]\n\
+                    .printsize k\n\
+                    z() <- []\n\
+                    s(x) :- h(x).";
+        let p = parse_ok(text);
+        assert_eq!(p.items.len(), 8);
+        let Item::Rule(r) = &p.items[1] else { panic!() };
+        assert_eq!(text_of(text, r.span), "h(?x) <- [T(?x, a, b), !g(?x)].");
+        let Literal::Negative(_, span) = &r.body[1] else {
+            panic!()
+        };
+        assert_eq!(text_of(text, *span), "!g(?x)");
+        let Item::Rule(r) = &p.items[2] else { panic!() };
+        assert_eq!(text_of(text, r.span), "g(c) <- []");
+        assert!(matches!(&p.items[3], Item::Directive(_)));
+        let Item::Rule(r) = &p.items[6] else { panic!() };
+        assert!(r.head.args.is_empty() && r.style == Style::Paper);
+        let Item::Rule(r) = &p.items[7] else { panic!() };
+        assert_eq!(r.style, Style::Souffle);
+    }
+
+    #[test]
+    fn paper_rule_after_souffle_rule_on_one_line() {
+        let rs = rules("a(1). T(?x) <- [a(?x)]");
+        assert_eq!(rs[0].style, Style::Souffle);
+        assert_eq!(rs[1].style, Style::Paper);
+    }
+
+    // ---- errors ---------------------------------------------------------------
+
+    #[test]
+    fn error_unexpected_token() {
+        assert_err(
+            "edge(1, 2 .",
+            1,
+            11,
+            "expected `)` after the arguments of `edge`, found `.`",
+        );
+        assert_err(
+            "a(x) :- b(x),\n  c(x) d(x).",
+            2,
+            8,
+            "expected `,` or `.` after a body literal, found `d`",
+        );
+        assert_err("a(x) :- .", 1, 9, "expected an expression, found `.`");
+        assert_err(
+            ") a(1).",
+            1,
+            1,
+            "expected a rule, a fact or a directive, found `)`",
+        );
+        assert_err(
+            "a(x) b(x).",
+            1,
+            6,
+            "expected `:-` or `.` after the rule head, found `b`",
+        );
+        assert_err(
+            ".decl r(x number)",
+            1,
+            11,
+            "expected `:` and a type after the attribute `x`, found `number`",
+        );
+        assert_err(
+            ".type T",
+            1,
+            8,
+            "expected `<:` or `=` after the type name `T`, found end of input",
+        );
+        assert_err(
+            ".input r(IO file)",
+            1,
+            13,
+            "expected `=` after the parameter name `IO`, found `file`",
+        );
+        assert_err(
+            "T(?x, , ?y) <- [a(?x)]",
+            1,
+            7,
+            "expected an argument of `T`, found `,`",
+        );
+        assert_err(
+            "T(?x, a b) <- [a(?x)]",
+            1,
+            9,
+            "expected `)` after the arguments of `T`, found `b`",
+        );
+        assert_err(
+            "T(?x) <- a(?x)",
+            1,
+            10,
+            "expected `[` after `<-`, found `a`",
+        );
+        assert_err(
+            "T(?x) <- [a(?x) b(?x)]",
+            1,
+            17,
+            "expected `,` or `]` after a body atom, found `b`",
+        );
+        assert_err(
+            "T(?x) <- [a(?x)",
+            1,
+            16,
+            "expected `,` or `]` after a body atom, found end of input",
+        );
+        assert_err("T(? x) <- []", 1, 3, "expected a variable name after `?`");
+        assert_err(
+            "a :- b().",
+            1,
+            3,
+            "expected `(` after the relation name `a` (atoms without arguments are written `a()`), found `:-`",
+        );
+        assert_err(
+            "a() :- b.",
+            1,
+            8,
+            "expected an atom or a comparison, found `b` (atoms without arguments are written `b()`)",
+        );
+        assert_err(
+            "a(x) :- b(x), x.",
+            1,
+            15,
+            "expected an atom or a comparison, found `x` (atoms without arguments are written `x()`)",
+        );
+        assert_err(
+            "a(x) :- b(x), x + 1.",
+            1,
+            20,
+            "expected a comparison operator (`=`, `!=`, `<`, `<=`, `>`, `>=`) after the expression, found `.`",
+        );
+        assert_err(
+            "a(x) :- b(x), !x = 1.",
+            1,
+            18,
+            "expected `(` after the relation name `x`, found `=`",
+        );
+        assert_err("a(1) ~", 1, 6, "unexpected character `~`");
+        assert_err(
+            ". decl r()",
+            1,
+            1,
+            "expected a directive name such as `.decl` right after `.`",
+        );
+    }
+
+    #[test]
+    fn error_unterminated_string() {
+        assert_err("a(\"abc).\nb(1).", 1, 3, "unterminated string literal");
+        assert_err("T(?x, \"abc) <- []", 1, 7, "unterminated string literal");
+        assert_err(
+            ".input r(filename=\"x)",
+            1,
+            19,
+            "unterminated string literal",
+        );
+    }
+
+    #[test]
+    fn error_unterminated_comment() {
+        assert_err(
+            "a(1).\n  /* never closed\nb(2).",
+            2,
+            3,
+            "unterminated block comment (missing `*/`)",
+        );
+    }
+
+    #[test]
+    fn error_missing_dot() {
+        assert_err(
+            "a(x) :- b(x)\nc(x) :- d(x).",
+            1,
+            13,
+            "missing `.` at the end of the rule",
+        );
+        assert_err("a(x) :- b(x)", 1, 13, "missing `.` at the end of the rule");
+        assert_err("a(1)\nb(2).", 1, 5, "missing `.` at the end of the fact");
+        assert_err("a(1)", 1, 5, "missing `.` at the end of the fact");
+    }
+
+    #[test]
+    fn error_unknown_and_unsupported_directives() {
+        assert_err(
+            ".decl r(x: number)\n.inptu r",
+            2,
+            1,
+            "unknown directive `.inptu`",
+        );
+        assert_err(".comp C {}", 1, 1, "the `.comp` directive is not supported");
+        assert_err(
+            ".functor f(number): number",
+            1,
+            1,
+            "the `.functor` directive is not supported",
+        );
+        assert_err(
+            "a(x) :- b(x).\n.plan 0: (1, 2)",
+            2,
+            1,
+            "the `.plan` directive is not supported",
+        );
+        assert_err(
+            "\n#include \"other.dl\"\n",
+            2,
+            1,
+            "preprocessor directives (#include, #define) are not supported",
+        );
+        assert_err(
+            "  #define N 3",
+            1,
+            3,
+            "preprocessor directives (#include, #define) are not supported",
+        );
+        assert_err(
+            ".type R = [a: number]",
+            1,
+            11,
+            "record types (`[...]`) are not supported",
+        );
+        assert_err(
+            ".type A = B { x: number }",
+            1,
+            13,
+            "algebraic data types are not supported",
+        );
+    }
+
+    #[test]
+    fn error_disjunction() {
+        assert_err(
+            "a(x) :- b(x) ; c(x).",
+            1,
+            14,
+            "disjunction (`;`) in rule bodies is not supported",
+        );
+        assert_err(
+            "a(?x) <- [b(?x); c(?x)]",
+            1,
+            16,
+            "disjunction (`;`) in rule bodies is not supported",
+        );
+    }
+
+    #[test]
+    fn error_multiple_heads() {
+        assert_err(
+            "a(x), b(x) :- c(x).",
+            1,
+            7,
+            "a rule has exactly one head atom",
+        );
+    }
+
+    #[test]
+    fn error_aggregates_and_functors() {
+        assert_err(
+            "c(n) :- n = count : { a(_) }.",
+            1,
+            13,
+            "`count` aggregates are not supported",
+        );
+        assert_err(
+            "c(n) :- n = sum x : { a(x) }.",
+            1,
+            13,
+            "`sum` aggregates are not supported",
+        );
+        assert_err(
+            "c(n) :- n = min x : a(x).",
+            1,
+            13,
+            "`min` aggregates are not supported",
+        );
+        assert_err(
+            "c(count : a(_)) :- a(_).",
+            1,
+            3,
+            "`count` aggregates are not supported",
+        );
+        assert_err(
+            "c(x) :- a(y), x = cat(y, \"s\").",
+            1,
+            19,
+            "the `cat` functor is not supported",
+        );
+        assert_err(
+            "c(x) :- a(x), strlen(x) > 3.",
+            1,
+            15,
+            "the `strlen` functor is not supported",
+        );
+        assert_err(
+            "c(to_number(x)) :- a(x).",
+            1,
+            3,
+            "the `to_number` functor is not supported",
+        );
+        assert_err(
+            "c(x) :- a(x), match(\"a.*\", x).",
+            1,
+            15,
+            "the `match` constraint is not supported",
+        );
+        assert_err(
+            "c(x) :- a(x), b(x) = 1.",
+            1,
+            15,
+            "`b(...)` is an atom and cannot be used as a value before `=` (functors are not supported)",
+        );
+        assert_err(
+            "c(b(x)) :- a(x).",
+            1,
+            3,
+            "`b(...)` cannot appear inside an expression (atoms do not nest, and functors are not supported)",
+        );
+        assert_err(
+            "c(@f(x)) :- a(x).",
+            1,
+            3,
+            "user-defined functors (`@name(...)`) are not supported",
+        );
+        assert_err(
+            "c($A(x)) :- a(x).",
+            1,
+            3,
+            "algebraic data type constructors (`$Branch(...)`) are not supported",
+        );
+        assert_err(
+            "c([x, y]) :- a(x, y).",
+            1,
+            3,
+            "records (`[...]`) are not supported",
+        );
+    }
+
+    #[test]
+    fn error_paper_variables_in_souffle_rules() {
+        assert_err(
+            "c(?x) :- a(?x).",
+            1,
+            3,
+            "`?x` variables are only allowed in rules written `head <- [body, ...]`; in `:-` rules write `x`",
+        );
+    }
+
+    #[test]
+    fn error_integer_literals_out_of_range() {
+        assert_err(
+            "a(170141183460469231731687303715884105728).",
+            1,
+            3,
+            "integer literal `170141183460469231731687303715884105728` does not fit in 128 bits",
+        );
+        assert_err(
+            "a(-170141183460469231731687303715884105729).",
+            1,
+            3,
+            "integer literal `-170141183460469231731687303715884105729` does not fit in 128 bits",
+        );
+        assert_err(
+            "a(999999999999999999999999999999999999999999).",
+            1,
+            3,
+            "integer literal `999999999999999999999999999999999999999999` is too large",
+        );
+        assert_err("a(12ab).", 1, 3, "invalid number literal `12ab`");
+    }
+
+    #[test]
+    fn error_deep_nesting_is_reported_not_overflowed() {
+        let deep = format!("a({}1{}).", "(".repeat(10_000), ")".repeat(10_000));
+        let e = parse_err(&deep);
+        assert_eq!(e.message, "expression nested too deeply");
+        let minus = format!("a({}x).", "-".repeat(10_000));
+        assert_eq!(parse_err(&minus).message, "expression nested too deeply");
+        // Moderate nesting is fine.
+        let ok = format!("a({}1{}).", "(".repeat(100), ")".repeat(100));
+        assert_eq!(show(&only_rule(&ok).head.args[0]), "1");
+    }
+
+    #[test]
+    fn empty_and_trivia_only_inputs() {
+        assert!(parse_ok("").items.is_empty());
+        assert!(parse_ok("  // nothing\n/* at all */\n").items.is_empty());
+        assert!(parse_ok("\u{feff}a(1).").items.len() == 1);
+        assert_eq!(rules("a(1).\r\nb(2).\r\n").len(), 2);
+    }
+
+    /// Every prefix and many byte-level mutations of valid programs parse or fail
+    /// cleanly: no panic, no hang.
+    #[test]
+    fn no_panics_on_mangled_input() {
+        let samples = [
+            RDFS,
+            TC,
+            ".type T <: symbol\n.decl e(a: T, b: number) brie\n.input e(IO=file, filename=\"e.csv\")\n\
+             p(x, y + 1) :- e(x, y), !q(x, _), y * 2 >= -3, x != \"a\\n\".\n.output p\n\
+             /* c */ q(\"z\"). // end\nT(?x, rdf:type, <http://a#b>) <- [q(?x)].",
+        ];
+        let specials = [
+            b'(', b')', b'"', b'/', b'*', b'.', b'<', b'-', b'[', b']', b'?', b'#', b'\\', b'\n',
+            0xC3,
+        ];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for sample in samples {
+            for end in 0..=sample.len() {
+                if sample.is_char_boundary(end) {
+                    let _ = parse(&file(&sample[..end]));
+                }
+            }
+            for _ in 0..2000 {
+                let mut bytes = sample.as_bytes().to_vec();
+                for _ in 0..(next() % 4 + 1) {
+                    let i = (next() as usize) % bytes.len();
+                    let b = specials[(next() as usize) % specials.len()];
+                    match next() % 3 {
+                        0 => bytes[i] = b,
+                        1 => bytes.insert(i, b),
+                        _ => {
+                            bytes.remove(i);
+                        }
+                    }
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                if let Err(e) = parse(&file(&text)) {
+                    // Rendering must not panic either.
+                    let _ = e.to_string();
+                }
+            }
+        }
+    }
 }

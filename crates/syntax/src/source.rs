@@ -54,7 +54,11 @@ impl SourceFile {
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
-        let offset = offset.min(self.text.len() as u32);
+        let mut offset = (offset as usize).min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let offset = offset as u32;
         let line = match self.line_starts.binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i - 1,
@@ -76,8 +80,14 @@ impl SourceFile {
     }
 
     pub fn slice(&self, span: Span) -> &str {
-        let end = (span.end as usize).min(self.text.len());
-        let start = (span.start as usize).min(end);
+        let mut end = (span.end as usize).min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        let mut start = (span.start as usize).min(end);
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
         &self.text[start..end]
     }
 }
@@ -120,7 +130,12 @@ impl Diagnostic {
     }
 
     /// A diagnostic for a whole line of a file (fact files), without a snippet.
-    pub fn line(file: impl Into<String>, line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+    pub fn line(
+        file: impl Into<String>,
+        line: usize,
+        col: usize,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         Diagnostic {
             file: file.into(),
             line,
@@ -133,7 +148,11 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: error: {}", self.file, self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: error: {}",
+            self.file, self.line, self.col, self.message
+        )?;
         if let Some((text, col, width)) = &self.snippet {
             let num = self.line.to_string();
             let pad = " ".repeat(num.len());
@@ -169,5 +188,16 @@ mod tests {
         assert!(s.starts_with("p.dl:2:3: error: bad"), "{s}");
         assert!(s.contains("b(x) :- c(y)."), "{s}");
         assert!(s.ends_with("  ^"), "{s}");
+    }
+
+    #[test]
+    fn spans_inside_multibyte_characters_do_not_panic() {
+        let f = SourceFile::new("p.dl", "a(\"café\") :- b(é).");
+        for start in 0..f.text.len() as u32 {
+            for end in start..=f.text.len() as u32 {
+                let _ = Diagnostic::at(&f, Span { start, end }, "x").to_string();
+                let _ = f.slice(Span { start, end });
+            }
+        }
     }
 }
