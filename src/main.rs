@@ -1,1 +1,42 @@
-fn main() {}
+//! `dynalog`: the command-line front ends.
+//!
+//! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
+
+mod progress;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "dynalog",
+    version,
+    about = "A Datalog engine for highly dynamic settings",
+    long_about = "A Datalog engine whose materialization stays correct, and cheap to keep correct, \
+                  while facts and rules change. `dynalog run` evaluates a program once, like Soufflé."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate a program on a folder of facts and write its outputs (Soufflé's layout).
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -266,3 +266,81 @@ impl Expr {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_arithmetic_wraps_and_division_by_zero_has_no_value() {
+        let n = |x: i32| x as u32;
+        let num = Type::Number;
+        assert_eq!(
+            eval_arith(ArithOp::Add, num, n(i32::MAX), 1),
+            Some(n(i32::MIN))
+        );
+        assert_eq!(eval_arith(ArithOp::Sub, num, n(-3), 4), Some(n(-7)));
+        assert_eq!(eval_arith(ArithOp::Div, num, n(-7), 2), Some(n(-3)));
+        assert_eq!(eval_arith(ArithOp::Mod, num, n(-7), 2), Some(n(-1)));
+        assert_eq!(eval_arith(ArithOp::Div, num, 5, 0), None);
+        assert_eq!(eval_arith(ArithOp::Mod, num, 5, 0), None);
+        assert_eq!(
+            eval_arith(ArithOp::Div, num, n(i32::MIN), n(-1)),
+            Some(n(i32::MIN))
+        );
+        assert_eq!(eval_arith(ArithOp::Mod, num, n(i32::MIN), n(-1)), Some(0));
+        let uns = Type::Unsigned;
+        assert_eq!(eval_arith(ArithOp::Sub, uns, 0, 1), Some(u32::MAX));
+        assert_eq!(
+            eval_arith(ArithOp::Div, uns, u32::MAX, 2),
+            Some(u32::MAX / 2)
+        );
+        assert_eq!(eval_arith(ArithOp::Mod, uns, 1, 0), None);
+        let f = |x: f32| x.to_bits();
+        assert_eq!(
+            eval_arith(ArithOp::Mul, Type::Float, f(1.5), f(2.0)),
+            Some(f(3.0))
+        );
+        assert_eq!(
+            eval_arith(ArithOp::Div, Type::Float, f(1.0), f(0.0)),
+            Some(f(f32::INFINITY))
+        );
+        assert_eq!(eval_arith(ArithOp::Add, Type::Symbol, 1, 2), None);
+    }
+
+    #[test]
+    fn comparisons_by_type() {
+        let n = |x: i32| x as u32;
+        assert!(eval_cmp(CmpOp::Lt, Type::Number, n(-1), 0));
+        assert!(!eval_cmp(CmpOp::Lt, Type::Unsigned, n(-1), 0));
+        assert!(eval_cmp(
+            CmpOp::Ge,
+            Type::Float,
+            (-0.0f32).to_bits(),
+            0.0f32.to_bits()
+        ));
+        let nan = f32::NAN.to_bits();
+        assert!(!eval_cmp(CmpOp::Eq, Type::Float, nan, nan));
+        assert!(eval_cmp(CmpOp::Ne, Type::Float, nan, nan));
+        assert!(eval_cmp(CmpOp::Eq, Type::Symbol, 3, 3));
+        assert!(eval_cmp(CmpOp::Ne, Type::Symbol, 3, 4));
+    }
+
+    #[test]
+    fn expressions_evaluate_over_slots() {
+        let neg = |e: Expr| Expr::Neg(Type::Number, Box::new(e));
+        assert_eq!(neg(Expr::Const(5)).eval(&[]), Some((-5i32) as u32));
+        assert_eq!(
+            neg(Expr::Const(i32::MIN as u32)).eval(&[]),
+            Some(i32::MIN as u32)
+        );
+        let div0 = Expr::Binary {
+            op: ArithOp::Div,
+            ty: Type::Number,
+            lhs: Box::new(Expr::Var(0)),
+            rhs: Box::new(Expr::Const(0)),
+        };
+        assert_eq!(div0.eval(&[7]), None);
+        assert_eq!(neg(div0).eval(&[7]), None);
+    }
+}

@@ -15,5 +15,6 @@ pub mod strata;
 pub mod value;
 
 pub use check::{Options, analyse, analyse_with};
+pub use dynalog_syntax::{ArithOp, CmpOp};
 pub use ir::*;
 pub use value::{SymbolTable, Type, Value};

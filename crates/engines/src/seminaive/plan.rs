@@ -1,0 +1,286 @@
+//! Compilation of a rule into a pipeline of operations with statically known bindings.
+//!
+//! Reading the body left to right, we know before each literal which variables are
+//! bound. A positive atom's arguments then split into *key* columns (constants and
+//! variables bound earlier), columns that *bind* a variable (its first occurrence) and
+//! columns that must *equal* an earlier column of the same atom (a repeated variable not
+//! bound before, as in `e(x, x)`). The key columns choose the access path: a scan when
+//! there are none, a probe of the relation's hash set when all columns are keys, and a
+//! hash index on the key columns otherwise. Negations are compiled the same way (their
+//! variables are all bound; wildcards are not part of the key).
+
+use dynalog_analysis::{CmpOp, Expr, Literal, Program, RelId, Rule, Term, Type};
+
+/// Where a key value comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum KeySrc {
+    Const(u32),
+    Var(u32),
+}
+
+impl KeySrc {
+    #[inline]
+    pub fn value(self, slots: &[u32]) -> u32 {
+        match self {
+            KeySrc::Const(v) => v,
+            KeySrc::Var(s) => slots[s as usize],
+        }
+    }
+}
+
+/// How the matching rows of an atom are found.
+#[derive(Clone, Debug)]
+pub enum Access {
+    /// No column is bound: every row (of the allowed range) matches the key.
+    Scan,
+    /// All columns are bound: a probe of the relation's hash set. `key` has one source
+    /// per column.
+    Member { key: Box<[KeySrc]> },
+    /// Some columns are bound: a lookup in index number `index` of the relation, whose
+    /// columns are `cols` (ascending); `key` has one source per column of `cols`.
+    Index {
+        index: usize,
+        cols: Box<[usize]>,
+        key: Box<[KeySrc]>,
+    },
+}
+
+/// A positive atom: a join with the bindings so far.
+#[derive(Clone, Debug)]
+pub struct Join {
+    pub rel: RelId,
+    pub access: Access,
+    /// Columns that must equal another column of the same row: `(col, earlier col)`.
+    pub checks: Box<[(usize, usize)]>,
+    /// Columns that bind a variable: `(col, var)`.
+    pub binds: Box<[(usize, u32)]>,
+}
+
+/// One step of a rule's pipeline (one body literal).
+#[derive(Clone, Debug)]
+pub enum Op {
+    Join(Join),
+    /// A negated atom; `Access::Scan` means "the relation is empty".
+    Not {
+        rel: RelId,
+        access: Access,
+    },
+    Filter {
+        cmp: CmpOp,
+        ty: Type,
+        lhs: Expr,
+        rhs: Expr,
+    },
+    Assign {
+        var: u32,
+        expr: Expr,
+    },
+}
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct RulePlan {
+    pub ops: Vec<Op>,
+    pub head_rel: RelId,
+    pub head: Vec<Expr>,
+    /// Size of the slot array (at least one slot per variable the rule mentions).
+    pub slots: usize,
+}
+
+impl RulePlan {
+    /// The `(relation, index)` pairs the rule reads.
+    pub fn indexes(&self) -> impl Iterator<Item = (RelId, usize)> + '_ {
+        self.ops.iter().filter_map(|op| match op {
+            Op::Join(Join {
+                rel,
+                access: Access::Index { index, .. },
+                ..
+            })
+            | Op::Not {
+                rel,
+                access: Access::Index { index, .. },
+            } => Some((*rel, *index)),
+            _ => None,
+        })
+    }
+}
+
+/// The column sets of the indexes needed, per relation; shared by all rules.
+#[derive(Clone, Debug, Default)]
+pub struct IndexSpecs {
+    pub per_relation: Vec<Vec<Box<[usize]>>>,
+}
+
+impl IndexSpecs {
+    pub fn new(relations: usize) -> IndexSpecs {
+        IndexSpecs {
+            per_relation: vec![Vec::new(); relations],
+        }
+    }
+
+    /// The number of the index of `rel` on `cols`, registering it if new.
+    fn index_of(&mut self, rel: RelId, cols: &[usize]) -> usize {
+        let list = &mut self.per_relation[rel as usize];
+        match list.iter().position(|c| &**c == cols) {
+            Some(i) => i,
+            None => {
+                list.push(cols.into());
+                list.len() - 1
+            }
+        }
+    }
+}
+
+/// Compile `rule`, registering the indexes it needs in `specs`.
+pub fn compile_rule(program: &Program, rule: &Rule, specs: &mut IndexSpecs) -> RulePlan {
+    let slots = slot_count(rule);
+    let mut bound = vec![false; slots];
+    let mut ops = Vec::with_capacity(rule.body.len());
+    for lit in &rule.body {
+        let op = match lit {
+            Literal::Atom(atom) => {
+                let mut key_cols = Vec::new();
+                let mut key = Vec::new();
+                let mut checks = Vec::new();
+                let mut binds: Vec<(usize, u32)> = Vec::new();
+                for (col, term) in atom.args.iter().enumerate() {
+                    match *term {
+                        Term::Const(c) => {
+                            key_cols.push(col);
+                            key.push(KeySrc::Const(c));
+                        }
+                        Term::Var(v) => {
+                            if bound[v as usize] {
+                                key_cols.push(col);
+                                key.push(KeySrc::Var(v));
+                            } else if let Some(&(first, _)) = binds.iter().find(|b| b.1 == v) {
+                                checks.push((col, first));
+                            } else {
+                                binds.push((col, v));
+                            }
+                        }
+                        Term::Wildcard => {}
+                    }
+                }
+                for &(_, v) in &binds {
+                    bound[v as usize] = true;
+                }
+                let arity = program.relation(atom.relation).arity();
+                Op::Join(Join {
+                    rel: atom.relation,
+                    access: access(specs, atom.relation, arity, key_cols, key),
+                    checks: checks.into(),
+                    binds: binds.into(),
+                })
+            }
+            Literal::Not(atom) => {
+                let mut key_cols = Vec::new();
+                let mut key = Vec::new();
+                for (col, term) in atom.args.iter().enumerate() {
+                    match *term {
+                        Term::Const(c) => {
+                            key_cols.push(col);
+                            key.push(KeySrc::Const(c));
+                        }
+                        Term::Var(v) => {
+                            // All variables of a negation are bound in valid IR; an
+                            // unbound one would be treated like a wildcard.
+                            if bound[v as usize] {
+                                key_cols.push(col);
+                                key.push(KeySrc::Var(v));
+                            }
+                        }
+                        Term::Wildcard => {}
+                    }
+                }
+                let arity = program.relation(atom.relation).arity();
+                Op::Not {
+                    rel: atom.relation,
+                    access: access(specs, atom.relation, arity, key_cols, key),
+                }
+            }
+            Literal::Filter { op, ty, lhs, rhs } => Op::Filter {
+                cmp: *op,
+                ty: *ty,
+                lhs: lhs.clone(),
+                rhs: rhs.clone(),
+            },
+            Literal::Assign { var, expr } => {
+                let expr = expr.clone();
+                if bound[*var as usize] {
+                    // Not produced by the analysis (the variable of an assignment is
+                    // unbound); should it happen, the assignment is an equality test.
+                    let ty = rule.var_types.get(*var as usize).copied();
+                    Op::Filter {
+                        cmp: CmpOp::Eq,
+                        ty: ty.unwrap_or(Type::Unsigned),
+                        lhs: Expr::Var(*var),
+                        rhs: expr,
+                    }
+                } else {
+                    bound[*var as usize] = true;
+                    Op::Assign { var: *var, expr }
+                }
+            }
+        };
+        ops.push(op);
+    }
+    let head = rule.head.args.to_vec();
+    RulePlan {
+        ops,
+        head_rel: rule.head.relation,
+        head,
+        slots,
+    }
+}
+
+fn access(
+    specs: &mut IndexSpecs,
+    rel: RelId,
+    arity: usize,
+    key_cols: Vec<usize>,
+    key: Vec<KeySrc>,
+) -> Access {
+    if key_cols.is_empty() {
+        Access::Scan
+    } else if key_cols.len() == arity {
+        // `key_cols` is ascending, so it is `0..arity`.
+        Access::Member { key: key.into() }
+    } else {
+        Access::Index {
+            index: specs.index_of(rel, &key_cols),
+            cols: key_cols.into(),
+            key: key.into(),
+        }
+    }
+}
+
+/// The number of slots a rule needs: one per variable name, and (defensively) enough
+/// for every variable id the rule mentions.
+fn slot_count(rule: &Rule) -> usize {
+    use dynalog_analysis::Expr as E;
+    fn expr_max(e: &E) -> usize {
+        match e {
+            E::Var(v) => *v as usize + 1,
+            E::Const(_) => 0,
+            E::Binary { lhs, rhs, .. } => expr_max(lhs).max(expr_max(rhs)),
+            E::Neg(_, inner) => expr_max(inner),
+        }
+    }
+    let term_max = |args: &[Term]| {
+        args.iter()
+            .map(|t| match t {
+                Term::Var(v) => *v as usize + 1,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let body = rule.body.iter().map(|lit| match lit {
+        Literal::Atom(a) | Literal::Not(a) => term_max(&a.args),
+        Literal::Filter { lhs, rhs, .. } => expr_max(lhs).max(expr_max(rhs)),
+        Literal::Assign { var, expr } => (*var as usize + 1).max(expr_max(expr)),
+    });
+    let head = rule.head.args.iter().map(expr_max);
+    body.chain(head).fold(rule.var_names.len(), usize::max)
+}

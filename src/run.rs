@@ -1,0 +1,123 @@
+//! `dynalog run PROGRAM.dl [-F FACT_DIR] [-D OUT_DIR|-] [-w N] [--engine NAME] [--stats]`
+//!
+//! Parse, check, load the `.input` facts, evaluate, write the `.output` relations and
+//! print the `.printsize` counts, following Soufflé's command line and file layout.
+
+use crate::progress::Spinner;
+use clap::Args;
+use dynalog_io::OutputTarget;
+use dynalog_syntax::SourceFile;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The Datalog program (Soufflé syntax, or the study's `head <- [body]` syntax).
+    pub program: PathBuf,
+    /// Folder of input facts: `.input r` reads `FACT_DIR/r.facts`.
+    #[arg(short = 'F', long = "fact-dir", default_value = ".")]
+    pub fact_dir: PathBuf,
+    /// Folder for output relations (`r.csv`), or `-` for standard output.
+    #[arg(short = 'D', long = "output-dir", default_value = ".")]
+    pub output_dir: String,
+    /// Worker threads (used by engines that run in parallel).
+    #[arg(short = 'w', long = "workers", default_value_t = 1)]
+    pub workers: usize,
+    /// Evaluation engine.
+    #[arg(long, default_value = "seminaive", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
+    pub engine: String,
+    /// Print load time, evaluation time per stratum, fact counts and peak memory to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+pub fn run(args: RunArgs) -> Result<(), String> {
+    if args.workers == 0 {
+        return Err("error: --workers must be at least 1".into());
+    }
+    let text = std::fs::read_to_string(&args.program)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
+    let source = SourceFile::new(args.program.display().to_string(), text);
+
+    let started = Instant::now();
+    let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
+    let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
+    let analysed = started.elapsed();
+
+    let load_started = Instant::now();
+    let loaded = {
+        let _spinner = Spinner::start("loading facts");
+        dynalog_io::read_inputs(&mut program, &source, &args.fact_dir).map_err(|d| d.to_string())?
+    };
+    let load_time = load_started.elapsed();
+    let input_facts: usize = loaded.iter().map(|l| l.tuples.len()).sum();
+
+    let mut engine = dynalog_engines::create(&args.engine, program, args.workers)?;
+    for l in &loaded {
+        for t in l.tuples.iter() {
+            engine.insert(l.relation, t);
+        }
+    }
+    drop(loaded);
+    let stats = {
+        let _spinner = Spinner::start("evaluating");
+        engine.commit().map_err(|e| format!("error: {e}"))?
+    };
+
+    let target = if args.output_dir == "-" {
+        OutputTarget::Stdout
+    } else {
+        OutputTarget::Dir(PathBuf::from(&args.output_dir))
+    };
+    let write_started = Instant::now();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    dynalog_io::write_outputs(
+        engine.program(),
+        &target,
+        &|r| engine.facts(r),
+        &|r| engine.len(r),
+        &mut out,
+    )
+    .map_err(|e| format!("error: {e}"))?;
+    use std::io::Write;
+    out.flush().map_err(|e| format!("error: {e}"))?;
+    let write_time = write_started.elapsed();
+
+    if args.stats {
+        let p = engine.program();
+        eprintln!("engine: {} ({} worker(s))", engine.name(), args.workers);
+        eprintln!("parse + analysis: {:.3} s", analysed.as_secs_f64());
+        eprintln!(
+            "load: {:.3} s, {input_facts} facts",
+            load_time.as_secs_f64()
+        );
+        for (i, s) in stats.strata.iter().enumerate() {
+            eprintln!(
+                "stratum {i} [{}]: {:.3} s, {} iteration(s), {} facts",
+                s.relations.join(", "),
+                s.elapsed.as_secs_f64(),
+                s.iterations,
+                s.facts
+            );
+        }
+        eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
+        eprintln!("output: {:.3} s", write_time.as_secs_f64());
+        let counts: Vec<String> = (0..p.relations.len())
+            .map(|r| format!("{} {}", p.relations[r].name, engine.len(r as u32)))
+            .collect();
+        eprintln!("facts: {}", counts.join(", "));
+        if let Some(peak) = peak_rss_bytes() {
+            eprintln!("peak memory: {:.1} MB", peak as f64 / 1e6);
+        }
+    }
+    Ok(())
+}
+
+/// Peak resident set size of this process, from the OS.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

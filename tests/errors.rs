@@ -1,0 +1,165 @@
+//! Bad input through the CLI: every error class exits non-zero with
+//! `file:line:col: error: reason` and the offending text, and never panics.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// Write `program` (and fact files) into a temp dir, run it, and return stderr.
+fn fails(program: &str, facts: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prog = dir.path().join("prog.dl");
+    std::fs::write(&prog, program).expect("write program");
+    for (name, text) in facts {
+        std::fs::write(dir.path().join(name), text).expect("write facts");
+    }
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = run_program(&prog, dir.path(), out.to_str().expect("utf-8"), &[]);
+    assert!(!ok, "expected failure, got success: {stdout}");
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    // Nothing half-written: a failing run writes no outputs.
+    assert!(
+        !out.exists()
+            || std::fs::read_dir(&out)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(true)
+    );
+    // Errors name the file by the path it was given.
+    let shown = stderr.replace(&dir.path().display().to_string(), "DIR");
+    let _ = Path::new(&shown);
+    shown
+}
+
+fn assert_error(stderr: &str, location: &str, reason: &str) {
+    assert!(
+        stderr.contains(&format!("{location}: error: ")),
+        "expected an error at {location}, got:\n{stderr}"
+    );
+    assert!(stderr.contains(reason), "expected `{reason}` in:\n{stderr}");
+}
+
+#[test]
+fn syntax_error() {
+    let e = fails(".decl e(x: number)\ne(1) :- e(2)\n", &[]);
+    assert_error(&e, "DIR/prog.dl:2:13", "missing `.` at the end of the rule");
+    assert!(
+        e.contains("e(1) :- e(2)"),
+        "the offending line is shown: {e}"
+    );
+}
+
+#[test]
+fn undeclared_relation() {
+    let e = fails(
+        ".decl edge(x: number, y: number)\n.decl p(x: number)\np(x) :- edg(x, _).\n",
+        &[],
+    );
+    assert_error(&e, "DIR/prog.dl:3:9", "relation `edg` is not declared");
+    assert!(e.contains("did you mean `edge`"), "{e}");
+}
+
+#[test]
+fn arity_mismatch() {
+    let e = fails(
+        ".decl e(x: number, y: number)\n.decl p(x: number)\np(x) :- e(x).\n",
+        &[],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:9",
+        "relation `e` has 2 columns but is used here with 1 argument",
+    );
+}
+
+#[test]
+fn type_mismatch() {
+    let e = fails(
+        ".decl e(x: number, y: symbol)\n.decl p(x: number)\np(y) :- e(_, y).\n",
+        &[],
+    );
+    assert_error(&e, "DIR/prog.dl:3:3", "type mismatch");
+    let e = fails(".decl e(x: number)\ne(\"a\").\n", &[]);
+    assert_error(&e, "DIR/prog.dl:2:3", "type mismatch");
+    let e = fails(
+        ".decl e(x: number, y: symbol)\n.decl p(x: number)\np(x) :- e(x, y), e(y, _).\n",
+        &[],
+    );
+    assert_error(&e, "DIR/prog.dl:3:20", "type mismatch: variable `y`");
+}
+
+#[test]
+fn ungrounded_variables() {
+    let e = fails(
+        ".decl e(x: number)\n.decl p(x: number, y: number)\np(x, y) :- e(x).\n",
+        &[],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:6",
+        "variable `y` in the head is not grounded",
+    );
+    let e = fails(
+        ".decl e(x: number)\n.decl p(x: number)\np(x) :- e(x), !e(y).\n",
+        &[],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:18",
+        "variable `y` in a negated atom is not grounded",
+    );
+    let e = fails(
+        ".decl e(x: number)\n.decl p(x: number)\np(x) :- e(x), y < x.\n",
+        &[],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:15",
+        "variable `y` in a comparison is not grounded",
+    );
+}
+
+#[test]
+fn negation_through_recursion() {
+    let e = fails(
+        ".decl e(x: number)\n.decl p(x: number)\n.decl q(x: number)\np(x) :- e(x), !q(x).\nq(x) :- p(x).\n",
+        &[],
+    );
+    assert_error(&e, "DIR/prog.dl:4:15", "negation through recursion");
+    assert!(e.contains("p -> q -> p"), "the cycle is named: {e}");
+}
+
+#[test]
+fn bad_fact_lines() {
+    let prog = ".decl e(x: number, y: number)\n.input e\n.decl p(x: number)\n.output p\np(x) :- e(x, _).\n";
+    let e = fails(prog, &[("e.facts", "1\t2\n3\t4\t5\n")]);
+    assert_error(&e, "DIR/e.facts:2:5", "expected 2 columns for `e`, found 3");
+    let e = fails(prog, &[("e.facts", "1\t2\n3\tfour\n")]);
+    assert_error(&e, "DIR/e.facts:2:3", "`four` is not a number");
+}
+
+#[test]
+fn missing_input_file() {
+    let e = fails(".decl e(x: number)\n.input e\n.output e\n", &[]);
+    assert_error(&e, "DIR/prog.dl:2:1", "cannot read the input of `e`");
+    assert!(e.contains("e.facts"), "{e}");
+}
+
+#[test]
+fn empty_input_file_is_fine() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prog = dir.path().join("prog.dl");
+    std::fs::write(&prog, ".decl e(x: number)\n.input e\n.printsize e\n").expect("write");
+    std::fs::write(dir.path().join("e.facts"), "").expect("write");
+    let (ok, stdout, stderr) = run_program(&prog, dir.path(), "-", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "e\t0\n");
+}
+
+#[test]
+fn unreadable_program_and_bad_flags() {
+    let o = dynalog(&["run", "does/not/exist.dl"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read `does/not/exist.dl`"));
+    let o = dynalog(&["run", "examples/tc.dl", "--engine", "nope"]);
+    assert!(!o.status.success());
+}
