@@ -75,7 +75,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     dynalog_io::write_outputs(
         engine.program(),
         &target,
-        &|r| engine.facts(r),
+        &|r, f| engine.for_each_fact(r, f),
         &|r| engine.len(r),
         &mut out,
     )

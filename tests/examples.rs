@@ -87,3 +87,27 @@ fn stats_report_strata_counts_and_memory() {
     assert!(stderr.contains("disconnected 20"), "{stderr}");
     assert!(stderr.contains("peak memory:"), "{stderr}");
 }
+
+#[test]
+fn nullary_relations() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prog = dir.path().join("prog.dl");
+    std::fs::write(
+        &prog,
+        ".decl b(x: number)\nb(1).\n.decl yes()\n.decl no()\n.output yes\n.output no\n.printsize yes\n\
+         yes() :- b(1).\nno() :- b(2).\n",
+    )
+    .expect("write");
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = run_program(&prog, dir.path(), out.to_str().expect("utf-8"), &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "yes\t1\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("yes.csv")).expect("yes.csv"),
+        "()\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("no.csv")).expect("no.csv"),
+        ""
+    );
+}

@@ -139,40 +139,58 @@ fn program_text() -> impl Strategy<Value = String> {
         )
     };
     let render = |r: &str, a: &str, b: &str| {
-        if r == "u" { format!("u({a})") } else { format!("{r}({a}, {b})") }
+        if r == "u" {
+            format!("u({a})")
+        } else {
+            format!("{r}({a}, {b})")
+        }
     };
     // Most random choices would be unsafe; repair them so that most programs are valid:
     // head and negated variables not bound by a positive atom become bound ones (or `_`
     // and constants), so the test exercises evaluation rather than the safety check.
     let head_var = var.clone();
     let rule = move |head: &'static str, rels: Vec<&'static str>, neg: Vec<&'static str>| {
-        (head_var.clone(), head_var.clone(), body(rels, neg)).prop_map(move |(h1, h2, (atoms, neg, cmp))| {
-            let mut bound: Vec<String> = Vec::new();
-            for (r, a, b) in &atoms {
-                let args: &[&String] = if *r == "u" { &[a] } else { &[a, b] };
-                for v in args {
-                    if v.starts_with(|c: char| c.is_ascii_lowercase()) && !bound.contains(v) {
-                        bound.push((*v).clone());
+        (head_var.clone(), head_var.clone(), body(rels, neg)).prop_map(
+            move |(h1, h2, (atoms, neg, cmp))| {
+                let mut bound: Vec<String> = Vec::new();
+                for (r, a, b) in &atoms {
+                    let args: &[&String] = if *r == "u" { &[a] } else { &[a, b] };
+                    for v in args {
+                        if v.starts_with(|c: char| c.is_ascii_lowercase()) && !bound.contains(v) {
+                            bound.push((*v).clone());
+                        }
                     }
                 }
-            }
-            let pick = |v: &str, fallback: &str| -> String {
-                if bound.iter().any(|b| b == v) {
-                    v.to_string()
-                } else {
-                    bound.first().cloned().unwrap_or_else(|| fallback.to_string())
+                let pick = |v: &str, fallback: &str| -> String {
+                    if bound.iter().any(|b| b == v) {
+                        v.to_string()
+                    } else {
+                        bound
+                            .first()
+                            .cloned()
+                            .unwrap_or_else(|| fallback.to_string())
+                    }
+                };
+                let mut lits: Vec<String> = atoms.iter().map(|(r, a, b)| render(r, a, b)).collect();
+                if let Some((n, a, b)) = neg {
+                    lits.push(format!("!{}", render(n, &pick(a, "_"), &pick(b, "_"))));
                 }
-            };
-            let mut lits: Vec<String> = atoms.iter().map(|(r, a, b)| render(r, a, b)).collect();
-            if let Some((n, a, b)) = neg {
-                lits.push(format!("!{}", render(n, &pick(a, "_"), &pick(b, "_"))));
-            }
-            if let Some((v, op, c)) = cmp {
-                let v = if op == "=" { v.to_string() } else { pick(v, "0") };
-                lits.push(format!("{v} {op} {c}"));
-            }
-            format!("{head}({}, {}) :- {}.", pick(h1, "1"), pick(h2, "2"), lits.join(", "))
-        })
+                if let Some((v, op, c)) = cmp {
+                    let v = if op == "=" {
+                        v.to_string()
+                    } else {
+                        pick(v, "0")
+                    };
+                    lits.push(format!("{v} {op} {c}"));
+                }
+                format!(
+                    "{head}({}, {}) :- {}.",
+                    pick(h1, "1"),
+                    pick(h2, "2"),
+                    lits.join(", ")
+                )
+            },
+        )
     };
     (
         proptest::collection::vec(rule("p", vec!["e", "f", "u", "p", "q"], vec!["e", "u"]), 1..3),

@@ -70,6 +70,15 @@ pub trait Engine {
 
     /// All facts of a relation (as of the last commit), in no particular order.
     fn facts(&self, relation: RelId) -> Vec<Vec<Value>>;
+
+    /// Call `f` on every fact of a relation (as of the last commit), in no particular
+    /// order, without materializing a vector per fact. Engines that store facts flat
+    /// override it; the default goes through [`Engine::facts`].
+    fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
+        for t in self.facts(relation) {
+            f(&t);
+        }
+    }
 }
 
 /// Names accepted by `--engine`.

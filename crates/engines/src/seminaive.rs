@@ -357,6 +357,12 @@ impl Engine for Seminaive {
             .map(|rows| rows.iter().map(<[Value]>::to_vec).collect())
             .unwrap_or_default()
     }
+
+    fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
+        if let Some(rows) = self.results.get(relation as usize) {
+            rows.iter().for_each(f);
+        }
+    }
 }
 
 #[cfg(test)]

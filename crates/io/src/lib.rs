@@ -195,38 +195,109 @@ pub fn read_facts(
     Ok(tuples)
 }
 
-/// Sort tuples the way a user reads them: column by column, numbers numerically,
-/// symbols as strings.
-pub fn sort_tuples(rel: &Relation, symbols: &SymbolTable, tuples: &mut [Vec<Value>]) {
-    tuples.sort_by(|a, b| {
-        for ((x, y), ty) in a.iter().zip(b).zip(&rel.types) {
-            let o = ty.compare(*x, *y, symbols);
-            if o.is_ne() {
-                return o;
-            }
-        }
-        std::cmp::Ordering::Equal
-    });
+/// Sorts facts the way a user reads them: column by column, numbers numerically,
+/// symbols as text. Each value is mapped to an order-preserving `u32` key (symbols by
+/// their rank in the sorted symbol table), so sorting compares integers only.
+pub struct Sorter {
+    /// `rank[id]`: position of symbol `id` in string order.
+    rank: Vec<u32>,
+    /// `by_rank[r]`: the symbol of rank `r`.
+    by_rank: Vec<u32>,
 }
 
-/// Write tuples as delimiter-separated lines (Soufflé's fact format).
+impl Sorter {
+    pub fn new(symbols: &SymbolTable) -> Sorter {
+        let mut by_rank: Vec<u32> = (0..symbols.len() as u32).collect();
+        by_rank.sort_unstable_by(|&a, &b| symbols.resolve(a).cmp(symbols.resolve(b)));
+        let mut rank = vec![0u32; by_rank.len()];
+        for (r, &id) in by_rank.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        Sorter { rank, by_rank }
+    }
+
+    fn key(&self, ty: Type, v: Value) -> u32 {
+        match ty {
+            Type::Number => v ^ 0x8000_0000,
+            Type::Unsigned => v,
+            Type::Float if v >> 31 == 1 => !v,
+            Type::Float => v | 0x8000_0000,
+            Type::Symbol => self.rank[v as usize],
+        }
+    }
+
+    fn value(&self, ty: Type, k: u32) -> Value {
+        match ty {
+            Type::Number => k ^ 0x8000_0000,
+            Type::Unsigned => k,
+            Type::Float if k >> 31 == 1 => k & 0x7fff_ffff,
+            Type::Float => !k,
+            Type::Symbol => self.by_rank[k as usize],
+        }
+    }
+
+    /// Sort flat tuples of `rel` (`rel.arity()` values each) in place.
+    pub fn sort(&self, rel: &Relation, data: &mut [Value]) {
+        let arity = rel.arity();
+        if arity == 0 {
+            return;
+        }
+        for row in data.chunks_exact_mut(arity) {
+            for (v, &ty) in row.iter_mut().zip(&rel.types) {
+                *v = self.key(ty, *v);
+            }
+        }
+        match arity {
+            1 => data.sort_unstable(),
+            2 => {
+                let mut packed: Vec<u64> = data
+                    .chunks_exact(2)
+                    .map(|r| (u64::from(r[0]) << 32) | u64::from(r[1]))
+                    .collect();
+                packed.sort_unstable();
+                for (row, p) in data.chunks_exact_mut(2).zip(packed) {
+                    row[0] = (p >> 32) as u32;
+                    row[1] = p as u32;
+                }
+            }
+            _ => {
+                let mut rows: Vec<&[u32]> = data.chunks_exact(arity).collect();
+                rows.sort_unstable();
+                let sorted: Vec<u32> = rows.concat();
+                data.copy_from_slice(&sorted);
+            }
+        }
+        for row in data.chunks_exact_mut(arity) {
+            for (v, &ty) in row.iter_mut().zip(&rel.types) {
+                *v = self.value(ty, *v);
+            }
+        }
+    }
+}
+
+/// Write flat tuples as delimiter-separated lines (Soufflé's fact format).
 pub fn write_tuples(
     out: &mut impl Write,
     rel: &Relation,
     symbols: &SymbolTable,
-    tuples: &[Vec<Value>],
+    data: &[Value],
     delimiter: char,
 ) -> std::io::Result<()> {
     let mut delim = [0u8; 4];
     let delim = delimiter.encode_utf8(&mut delim).as_bytes();
-    for t in tuples {
-        for (i, (&v, &ty)) in t.iter().zip(&rel.types).enumerate() {
-            if i > 0 {
+    let arity = rel.arity();
+    let rows = if arity == 0 { 0 } else { data.len() / arity };
+    for i in 0..rows {
+        for (c, &ty) in rel.types.iter().enumerate() {
+            if c > 0 {
                 out.write_all(delim)?;
             }
+            let v = data[i * arity + c];
             match ty {
                 Type::Symbol => out.write_all(symbols.resolve(v).as_bytes())?,
-                _ => out.write_all(ty.render(v, symbols).as_bytes())?,
+                Type::Number => write!(out, "{}", v as i32)?,
+                Type::Unsigned => write!(out, "{v}")?,
+                Type::Float => out.write_all(ty.render(v, symbols).as_bytes())?,
             }
         }
         out.write_all(b"\n")?;
@@ -244,14 +315,15 @@ pub enum OutputTarget {
 }
 
 /// Write every `.output` relation of the program and print `.printsize` counts.
-/// `facts(rel)` gives the relation's tuples; `len(rel)` its size.
+/// `facts(rel, f)` calls `f` on each of the relation's tuples; `len(rel)` is its size.
 pub fn write_outputs(
     program: &Program,
     target: &OutputTarget,
-    facts: &dyn Fn(RelId) -> Vec<Vec<Value>>,
+    facts: &dyn Fn(RelId, &mut dyn FnMut(&[Value])),
     len: &dyn Fn(RelId) -> usize,
     stdout: &mut dyn Write,
 ) -> Result<(), String> {
+    let mut sorter = None;
     for (id, rel) in program.relations.iter().enumerate() {
         let id = id as RelId;
         if rel.printsize {
@@ -260,8 +332,12 @@ pub fn write_outputs(
         if rel.outputs.is_empty() {
             continue;
         }
-        let mut tuples = facts(id);
-        sort_tuples(rel, &program.symbols, &mut tuples);
+        let mut tuples = Vec::with_capacity(len(id) * rel.arity());
+        facts(id, &mut |t| tuples.extend_from_slice(t));
+        sorter
+            .get_or_insert_with(|| Sorter::new(&program.symbols))
+            .sort(rel, &mut tuples);
+        let nullary = rel.arity() == 0 && len(id) > 0;
         for spec in &rel.outputs {
             let delimiter = delimiter_of(spec);
             let to_stdout =
@@ -270,6 +346,9 @@ pub fn write_outputs(
                 let mut body = Vec::new();
                 write_tuples(&mut body, rel, &program.symbols, &tuples, delimiter)
                     .map_err(|e| e.to_string())?;
+                if nullary {
+                    body.extend_from_slice(b"()\n");
+                }
                 write!(stdout, "---------------\n{}\n===============\n", rel.name)
                     .and_then(|_| stdout.write_all(&body))
                     .and_then(|_| writeln!(stdout, "==============="))
@@ -292,6 +371,9 @@ pub fn write_outputs(
                     writeln!(w, "{}", rel.column_names.join(&delimiter.to_string()))?;
                 }
                 write_tuples(&mut w, rel, &program.symbols, &tuples, delimiter)?;
+                if nullary {
+                    w.write_all(b"()\n")?;
+                }
                 w.flush()
             };
             write().map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
@@ -367,13 +449,52 @@ mod tests {
         let mut st = SymbolTable::new();
         let b = st.intern("b");
         let a = st.intern("a");
-        let mut rows = vec![vec![10, a], vec![2, b], vec![2, a], vec![(-1i32) as u32, b]];
-        sort_tuples(&r, &st, &mut rows);
+        let mut rows = vec![10, a, 2, b, 2, a, (-1i32) as u32, b];
+        Sorter::new(&st).sort(&r, &mut rows);
         let mut out = Vec::new();
         write_tuples(&mut out, &r, &st, &rows, '\t').unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "-1\tb\n2\ta\n2\tb\n10\ta\n"
+        );
+    }
+
+    #[test]
+    fn sorts_every_type_and_arity() {
+        let mut st = SymbolTable::new();
+        let f = |x: f32| x.to_bits();
+        let r = rel(vec![Type::Float, Type::Unsigned, Type::Symbol]);
+        let (z, y) = (st.intern("z"), st.intern("y"));
+        let mut rows = vec![
+            f(1.5),
+            3,
+            z,
+            f(-2.0),
+            7,
+            y,
+            f(1.5),
+            3,
+            y,
+            f(0.0),
+            u32::MAX,
+            z,
+            f(-0.5),
+            0,
+            z,
+        ];
+        Sorter::new(&st).sort(&r, &mut rows);
+        let mut out = Vec::new();
+        write_tuples(&mut out, &r, &st, &rows, ',').unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "-2,7,y\n-0.5,0,z\n0,4294967295,z\n1.5,3,y\n1.5,3,z\n"
+        );
+        let r = rel(vec![Type::Number]);
+        let mut rows = vec![5, (-3i32) as u32, 0, i32::MIN as u32, i32::MAX as u32];
+        Sorter::new(&st).sort(&r, &mut rows);
+        assert_eq!(
+            rows,
+            vec![i32::MIN as u32, (-3i32) as u32, 0, 5, i32::MAX as u32]
         );
     }
 }
