@@ -111,3 +111,30 @@ fn nullary_relations() {
         ""
     );
 }
+
+#[test]
+fn io_directive_options() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prog = dir.path().join("prog.dl");
+    std::fs::write(
+        &prog,
+        ".decl e(x: number, y: symbol)\n.input e(IO=file, filename=\"sub/edges.csv\", delimiter=\",\")\n\
+         .decl f(x: number, y: symbol)\n.output f(filename=\"f-out.txt\", delimiter=\";\")\n\
+         .decl g(x: number)\n.output g(IO=stdout)\n\
+         f(x, y) :- e(x, y), x > 1.\ng(x) :- e(x, _).\n",
+    )
+    .expect("write");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    std::fs::write(dir.path().join("sub/edges.csv"), "1,a b\n2,c\n10,d\n").expect("write");
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = run_program(&prog, dir.path(), out.to_str().expect("utf-8"), &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("f-out.txt")).expect("f-out.txt"),
+        "2;c\n10;d\n"
+    );
+    assert_eq!(
+        stdout,
+        "---------------\ng\n===============\n1\n2\n10\n===============\n"
+    );
+}

@@ -24,7 +24,7 @@ fn naive(program: &Program, base: &Db) -> Db {
             for &ri in &stratum.rules {
                 let rule = &program.rules[ri];
                 let mut slots = vec![None; rule.var_names.len()];
-                solve(program, &db, &rule.body, &mut slots, &mut |s| {
+                solve(&db, &rule.body, &mut slots, &mut |s| {
                     let vals: Option<Vec<Value>> = rule
                         .head
                         .args
@@ -52,7 +52,6 @@ fn naive(program: &Program, base: &Db) -> Db {
 }
 
 fn solve(
-    program: &Program,
     db: &Db,
     body: &[Literal],
     slots: &mut Vec<Option<Value>>,
@@ -80,7 +79,7 @@ fn solve(
                     }
                 }
                 if ok {
-                    solve(program, db, rest, slots, emit);
+                    solve(db, rest, slots, emit);
                 }
                 *slots = saved;
             }
@@ -94,7 +93,7 @@ fn solve(
                 })
             });
             if !matches {
-                solve(program, db, rest, slots, emit);
+                solve(db, rest, slots, emit);
             }
         }
         Literal::Filter { op, ty, lhs, rhs } => {
@@ -102,14 +101,14 @@ fn solve(
             if let (Some(l), Some(r)) = (lhs.eval(&f), rhs.eval(&f))
                 && dynalog_analysis::ir::eval_cmp(*op, *ty, l, r)
             {
-                solve(program, db, rest, slots, emit);
+                solve(db, rest, slots, emit);
             }
         }
         Literal::Assign { var, expr } => {
             if let Some(v) = expr.eval(&full(slots)) {
                 let saved = slots[*var as usize];
                 slots[*var as usize] = Some(v);
-                solve(program, db, rest, slots, emit);
+                solve(db, rest, slots, emit);
                 slots[*var as usize] = saved;
             }
         }

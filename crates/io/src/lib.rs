@@ -286,7 +286,7 @@ pub fn write_tuples(
     let mut delim = [0u8; 4];
     let delim = delimiter.encode_utf8(&mut delim).as_bytes();
     let arity = rel.arity();
-    let rows = if arity == 0 { 0 } else { data.len() / arity };
+    let rows = data.len().checked_div(arity).unwrap_or(0);
     for i in 0..rows {
         for (c, &ty) in rel.types.iter().enumerate() {
             if c > 0 {
@@ -314,12 +314,15 @@ pub enum OutputTarget {
     Stdout,
 }
 
+/// Calls its second argument on every fact of the relation named by the first.
+pub type FactSource<'a> = dyn Fn(RelId, &mut dyn FnMut(&[Value])) + 'a;
+
 /// Write every `.output` relation of the program and print `.printsize` counts.
 /// `facts(rel, f)` calls `f` on each of the relation's tuples; `len(rel)` is its size.
 pub fn write_outputs(
     program: &Program,
     target: &OutputTarget,
-    facts: &dyn Fn(RelId, &mut dyn FnMut(&[Value])),
+    facts: &FactSource<'_>,
     len: &dyn Fn(RelId) -> usize,
     stdout: &mut dyn Write,
 ) -> Result<(), String> {
