@@ -49,6 +49,20 @@ fn examples_seminaive() {
 }
 
 #[test]
+fn examples_diff_one_worker() {
+    for name in EXAMPLES {
+        check_example(name, "diff", "1");
+    }
+}
+
+#[test]
+fn examples_diff_two_workers() {
+    for name in EXAMPLES {
+        check_example(name, "diff", "2");
+    }
+}
+
+#[test]
 fn outputs_to_stdout_and_printsize() {
     let root = root();
     let (ok, stdout, stderr) = run_program(

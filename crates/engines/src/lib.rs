@@ -4,6 +4,8 @@
 //! materialization under insertions and deletions of base facts. A change is staged with
 //! [`Engine::insert`] / [`Engine::remove`] and applied by [`Engine::commit`].
 //!
+//! * [`diff`]: the differential engine: one differential-dataflow circuit whose inputs
+//!   are the rules and the facts, so fact and rule changes are processed as differences.
 //! * [`seminaive`]: the reference evaluator. Semi-naive evaluation stratum by stratum
 //!   with hash indexes on the bound columns of each body atom; a commit re-evaluates
 //!   from the current base facts. Simple and obviously right: the oracle of every test.
@@ -12,6 +14,7 @@ use dynalog_analysis::{Program, RelId, Value};
 use std::fmt;
 use std::time::Duration;
 
+pub mod diff;
 pub mod seminaive;
 
 pub use seminaive::Seminaive;
@@ -82,13 +85,15 @@ pub trait Engine {
 }
 
 /// Names accepted by `--engine`.
-pub const ENGINE_NAMES: &[&str] = &["seminaive"];
+pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff"];
 
 /// Create an engine by name.
 pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn Engine>, String> {
-    let _ = workers;
     match name {
         "seminaive" => Ok(Box::new(Seminaive::new(program))),
+        "diff" => Ok(Box::new(
+            diff::Diff::new(program, workers).map_err(|e| e.to_string())?,
+        )),
         other => Err(format!(
             "unknown engine `{other}` (available: {})",
             ENGINE_NAMES.join(", ")

@@ -1,0 +1,474 @@
+//! Rules as data: the compiled form of a rule, binding patterns, and the append-only
+//! tables that give both a stable id.
+//!
+//! The handle compiles every rule of a program into a [`CompiledRule`] (interned by its
+//! IR form and its level, so the same rule keeps its id across program changes) and
+//! every body atom into a [`PatternSpec`] (interned by relation, sign and column
+//! descriptors). Both tables only grow; the workers read them through [`Shared`].
+
+use dynalog_analysis::ir::eval_cmp;
+use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, RwLock};
+
+/// `key[0]` of a relation scan: the relation id with this bit set.
+pub(crate) const SCAN: u32 = 0x8000_0000;
+/// `key[0]` of a negated pattern: the pattern id with this bit set.
+pub(crate) const NEG: u32 = 0x4000_0000;
+/// Relation and pattern ids must stay below this.
+pub(crate) const ID_LIMIT: u32 = 0x4000_0000;
+/// The tag of a head fact flowing out of a stage (instead of a rule id).
+pub(crate) const HEAD: u32 = u32::MAX;
+/// Set in the tag of a substitution waiting at its rule's last atom (whose join emits
+/// the head fact directly). Rule ids stay below it.
+pub(crate) const LAST: u32 = 0x8000_0000;
+/// The level (coarse stratum) of a rule is the high part of the iteration coordinate:
+/// the rules of level `k` start at inner time `k << LEVEL_SHIFT`.
+pub(crate) const LEVEL_SHIFT: u32 = 22;
+/// At most this many levels (`u32` inner time, 22 bits of rounds per level).
+pub(crate) const MAX_LEVELS: u32 = 1 << (32 - LEVEL_SHIFT);
+
+/// How one column of a body atom is matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ColSpec {
+    /// Must equal this constant; not part of the key.
+    Const(Value),
+    /// Bound by an earlier literal: part of the key.
+    Bound,
+    /// First occurrence of an unbound variable: part of the value.
+    Free,
+    /// Repeats the unbound variable first seen in this column.
+    Eq(u32),
+    /// `_`.
+    Wild,
+}
+
+/// A binding pattern: which facts an atom can match and how they are keyed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PatternSpec {
+    pub rel: RelId,
+    pub neg: bool,
+    pub cols: Vec<ColSpec>,
+}
+
+impl PatternSpec {
+    /// The index entry of a fact (given by its values) under this pattern: fills the
+    /// bound values into `key[1..]` and the free values into `val[..]`, and returns the
+    /// number of key slots used (1 + bound columns), or `None` if the fact does not
+    /// match the pattern's constants and repeated variables.
+    #[inline]
+    pub(crate) fn entry(&self, vals: &[u32], key: &mut [u32], val: &mut [u32]) -> Option<usize> {
+        let (mut k, mut v) = (1, 0);
+        for (c, col) in self.cols.iter().enumerate() {
+            let x = vals[c];
+            match *col {
+                ColSpec::Const(want) => {
+                    if x != want {
+                        return None;
+                    }
+                }
+                ColSpec::Eq(j) => {
+                    if x != vals[j as usize] {
+                        return None;
+                    }
+                }
+                ColSpec::Bound => {
+                    key[k] = x;
+                    k += 1;
+                }
+                ColSpec::Free => {
+                    val[v] = x;
+                    v += 1;
+                }
+                ColSpec::Wild => {}
+            }
+        }
+        Some(k)
+    }
+}
+
+/// One positive or negated body atom of a compiled rule, with what follows it.
+#[derive(Clone, Debug)]
+pub(crate) struct JoinStep {
+    /// `key[0]` of a substitution waiting here: `rel | SCAN`, `pattern` or `pattern | NEG`.
+    pub key0: u32,
+    /// Slots whose values form `key[1..]`, in column order.
+    pub key_slots: Vec<u32>,
+    /// A positive atom without bound column: the substitution is replicated to every
+    /// bucket (`key[1]`) so that the join runs against each worker's slice.
+    pub bucketed: bool,
+    /// For each value of a matched index entry, the slot it binds.
+    pub binds: Vec<u32>,
+    /// Filters and assignments after this atom, up to the next atom.
+    pub post: Vec<Literal>,
+    /// Slots still needed by a substitution waiting at this atom (bit mask).
+    pub keep: u64,
+}
+
+/// A rule compiled for the circuit: what the join closures need, by rule id.
+#[derive(Clone, Debug)]
+pub(crate) struct CompiledRule {
+    pub head_rel: RelId,
+    pub head: Vec<Expr>,
+    /// Filters and assignments before the first atom.
+    pub pre: Vec<Literal>,
+    pub joins: Vec<JoinStep>,
+    /// The (non-scan) patterns the rule reads: `key0` values, deduplicated.
+    pub patterns: Vec<u32>,
+}
+
+/// Where a substitution goes after a step.
+pub(crate) enum Next {
+    /// Dropped (a filter failed, or a division by zero).
+    None,
+    /// Waiting at the next atom under this key (`last`: the rule's last atom).
+    Sub { bucketed: bool, last: bool },
+    /// A head fact (values written into the row buffer).
+    Head,
+}
+
+impl CompiledRule {
+    /// Apply the filters and assignments `ops` to `slots`; `false` if one fails.
+    #[inline]
+    fn apply(ops: &[Literal], slots: &mut [u32]) -> bool {
+        for op in ops {
+            match op {
+                Literal::Filter { op, ty, lhs, rhs } => match (lhs.eval(slots), rhs.eval(slots)) {
+                    (Some(l), Some(r)) if eval_cmp(*op, *ty, l, r) => {}
+                    _ => return false,
+                },
+                Literal::Assign { var, expr } => match expr.eval(slots) {
+                    Some(v) => slots[*var as usize] = v,
+                    None => return false,
+                },
+                Literal::Atom(_) | Literal::Not(_) => {}
+            }
+        }
+        true
+    }
+
+    /// Move a substitution on: `at` is the atom it just passed (`None`: the seed, before
+    /// the first atom), `vals` the free values of the matched entry (empty for a
+    /// negation). On return, `slots` holds the substitution and `out` the key to wait
+    /// under (for [`Next::Sub`]) or the head fact (for [`Next::Head`]).
+    #[inline]
+    pub(crate) fn advance(
+        &self,
+        at: Option<usize>,
+        vals: &[u32],
+        slots: &mut [u32],
+        out: &mut [u32],
+    ) -> Next {
+        let (ops, next) = match at {
+            None => (&self.pre[..], 0),
+            Some(i) => {
+                let step = &self.joins[i];
+                for (k, &slot) in step.binds.iter().enumerate() {
+                    slots[slot as usize] = vals[k];
+                }
+                (&step.post[..], i + 1)
+            }
+        };
+        if !Self::apply(ops, slots) {
+            return Next::None;
+        }
+        out.fill(0);
+        match self.joins.get(next) {
+            Some(step) => {
+                out[0] = step.key0;
+                for (k, &slot) in step.key_slots.iter().enumerate() {
+                    out[k + 1] = slots[slot as usize];
+                }
+                for (i, s) in slots.iter_mut().enumerate() {
+                    if i >= 64 || step.keep & (1u64 << i) == 0 {
+                        *s = 0;
+                    }
+                }
+                Next::Sub {
+                    bucketed: step.bucketed,
+                    last: next + 1 == self.joins.len(),
+                }
+            }
+            None => {
+                out[0] = self.head_rel;
+                for (k, e) in self.head.iter().enumerate() {
+                    match e.eval(slots) {
+                        Some(v) => out[k + 1] = v,
+                        None => return Next::None,
+                    }
+                }
+                Next::Head
+            }
+        }
+    }
+}
+
+/// The level of every rule: a coarse stratification in which recursion and positive
+/// dependencies stay in one level and a negated relation comes from a lower level.
+/// (The analysis' strata are strongly connected components; many of them share a level.)
+pub(crate) fn levels(program: &Program) -> Vec<u32> {
+    let mut rel_level = vec![0u32; program.relations.len()];
+    for stratum in &program.strata {
+        let mut level = 0;
+        for &ri in &stratum.rules {
+            for lit in &program.rules[ri].body {
+                match lit {
+                    Literal::Atom(a) if !stratum.relations.contains(&a.relation) => {
+                        level = level.max(rel_level[a.relation as usize]);
+                    }
+                    Literal::Not(a) => level = level.max(rel_level[a.relation as usize] + 1),
+                    _ => {}
+                }
+            }
+        }
+        for &r in &stratum.relations {
+            rel_level[r as usize] = level;
+        }
+    }
+    program
+        .rules
+        .iter()
+        .map(|r| rel_level[r.head.relation as usize])
+        .collect()
+}
+
+/// Variables an expression reads, as a bit mask.
+fn expr_vars(e: &Expr, mask: &mut u64) {
+    match e {
+        Expr::Var(v) => *mask |= bit(*v),
+        Expr::Const(_) => {}
+        Expr::Binary { lhs, rhs, .. } => {
+            expr_vars(lhs, mask);
+            expr_vars(rhs, mask);
+        }
+        Expr::Neg(_, e) => expr_vars(e, mask),
+    }
+}
+
+fn bit(v: u32) -> u64 {
+    if v < 64 { 1u64 << v } else { 0 }
+}
+
+fn literal_vars(lit: &Literal) -> u64 {
+    let mut m = 0;
+    match lit {
+        Literal::Atom(a) | Literal::Not(a) => {
+            for t in &a.args {
+                if let Term::Var(v) = t {
+                    m |= bit(*v);
+                }
+            }
+        }
+        Literal::Filter { lhs, rhs, .. } => {
+            expr_vars(lhs, &mut m);
+            expr_vars(rhs, &mut m);
+        }
+        Literal::Assign { var, expr } => {
+            m |= bit(*var);
+            expr_vars(expr, &mut m);
+        }
+    }
+    m
+}
+
+/// The append-only tables shared by the handle (which appends) and the workers (which
+/// read, caching locally).
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub rules: RwLock<Vec<Arc<CompiledRule>>>,
+    pub patterns: RwLock<Vec<Arc<PatternSpec>>>,
+}
+
+/// The handle's side of the tables: interning maps and the shared tables.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    rule_ids: FxHashMap<String, u32>,
+    pattern_ids: FxHashMap<PatternSpec, u32>,
+    pub shared: Arc<Shared>,
+}
+
+/// The requirements of a set of rules on the dataflow's fixed shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// Row width: the largest of relation arity + 1 and slot count.
+    pub width: usize,
+    /// Join stages: the most atoms (positive and negated) in one rule body.
+    pub stages: usize,
+    /// Levels used.
+    pub levels: u32,
+}
+
+impl Registry {
+    fn pattern_id(&mut self, spec: PatternSpec) -> Result<u32, String> {
+        if let Some(&id) = self.pattern_ids.get(&spec) {
+            return Ok(id);
+        }
+        let mut table = self
+            .shared
+            .patterns
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let id = table.len() as u32;
+        if id >= ID_LIMIT {
+            return Err("too many binding patterns".into());
+        }
+        table.push(Arc::new(spec.clone()));
+        self.pattern_ids.insert(spec, id);
+        Ok(id)
+    }
+
+    /// The id of a rule at a level, compiling and registering it if new.
+    pub(crate) fn rule_id(&mut self, rule: &Rule, level: u32) -> Result<u32, String> {
+        let canon = format!(
+            "{level}|{:?}|{:?}|{:?}",
+            rule.head, rule.body, rule.var_types
+        );
+        if let Some(&id) = self.rule_ids.get(&canon) {
+            return Ok(id);
+        }
+        let compiled = self.compile(rule, level)?;
+        let mut table = self.shared.rules.write().unwrap_or_else(|e| e.into_inner());
+        let id = table.len() as u32;
+        if id >= LAST {
+            return Err("too many rules".into());
+        }
+        table.push(Arc::new(compiled));
+        drop(table);
+        self.rule_ids.insert(canon, id);
+        Ok(id)
+    }
+
+    fn compile(&mut self, rule: &Rule, level: u32) -> Result<CompiledRule, String> {
+        if level >= MAX_LEVELS {
+            return Err(format!(
+                "more than {MAX_LEVELS} levels of negation are not supported"
+            ));
+        }
+        let slots = rule.var_names.len();
+        // live[i]: variables read by body literals i.. and the head.
+        let mut live = vec![0u64; rule.body.len() + 1];
+        let mut head_vars = 0;
+        for e in &rule.head.args {
+            expr_vars(e, &mut head_vars);
+        }
+        live[rule.body.len()] = head_vars;
+        for i in (0..rule.body.len()).rev() {
+            live[i] = live[i + 1] | literal_vars(&rule.body[i]);
+        }
+        let mut bound = vec![false; slots];
+        let mut pre = Vec::new();
+        let mut joins: Vec<JoinStep> = Vec::new();
+        let mut patterns = Vec::new();
+        for (i, lit) in rule.body.iter().enumerate() {
+            let (atom, neg) = match lit {
+                Literal::Atom(a) => (a, false),
+                Literal::Not(a) => (a, true),
+                Literal::Filter { .. } | Literal::Assign { .. } => {
+                    if let Literal::Assign { var, .. } = lit
+                        && let Some(b) = bound.get_mut(*var as usize)
+                    {
+                        *b = true;
+                    }
+                    match joins.last_mut() {
+                        Some(step) => step.post.push(lit.clone()),
+                        None => pre.push(lit.clone()),
+                    }
+                    continue;
+                }
+            };
+            if atom.relation >= ID_LIMIT {
+                return Err("too many relations".into());
+            }
+            let mut cols = Vec::with_capacity(atom.args.len());
+            let mut key_slots = Vec::new();
+            let mut binds = Vec::new();
+            let mut first_col: FxHashMap<u32, u32> = FxHashMap::default();
+            for (c, t) in atom.args.iter().enumerate() {
+                cols.push(match *t {
+                    Term::Const(v) => ColSpec::Const(v),
+                    Term::Wildcard => ColSpec::Wild,
+                    Term::Var(v) if bound.get(v as usize).copied().unwrap_or(false) => {
+                        key_slots.push(v);
+                        ColSpec::Bound
+                    }
+                    Term::Var(v) => match first_col.get(&v) {
+                        Some(&j) => ColSpec::Eq(j),
+                        None => {
+                            first_col.insert(v, c as u32);
+                            binds.push(v);
+                            ColSpec::Free
+                        }
+                    },
+                });
+            }
+            for &v in &binds {
+                if let Some(b) = bound.get_mut(v as usize) {
+                    *b = true;
+                }
+            }
+            let identity = !neg && cols.iter().all(|c| *c == ColSpec::Free);
+            let key0 = if identity {
+                atom.relation | SCAN
+            } else {
+                let id = self.pattern_id(PatternSpec {
+                    rel: atom.relation,
+                    neg,
+                    cols,
+                })?;
+                let key0 = if neg { id | NEG } else { id };
+                if !patterns.contains(&key0) {
+                    patterns.push(key0);
+                }
+                key0
+            };
+            joins.push(JoinStep {
+                key0,
+                bucketed: !neg && key_slots.is_empty(),
+                key_slots,
+                binds,
+                post: Vec::new(),
+                keep: live[i],
+            });
+        }
+        Ok(CompiledRule {
+            head_rel: rule.head.relation,
+            head: rule.head.args.clone(),
+            pre,
+            joins,
+            patterns,
+        })
+    }
+}
+
+/// The shape a program needs.
+pub(crate) fn shape(program: &Program) -> Shape {
+    let arity = program
+        .relations
+        .iter()
+        .map(|r| r.arity())
+        .max()
+        .unwrap_or(0);
+    let slots = program
+        .rules
+        .iter()
+        .map(|r| r.var_names.len())
+        .max()
+        .unwrap_or(0);
+    let stages = program
+        .rules
+        .iter()
+        .map(|r| {
+            r.body
+                .iter()
+                .filter(|l| matches!(l, Literal::Atom(_) | Literal::Not(_)))
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    let levels = levels(program).into_iter().max().map_or(1, |l| l + 1);
+    Shape {
+        width: (arity + 1).max(slots),
+        stages,
+        levels,
+    }
+}

@@ -1,0 +1,400 @@
+//! The circuit: one differential dataflow per worker, built once for a row width and a
+//! number of join stages, interpreting whatever rules the `rules` input holds.
+//!
+//! See the module documentation of [`crate::diff`] for the picture; this file is the
+//! code of it.
+
+use super::compile::{CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, SCAN, Shared};
+use differential_dataflow::VecCollection;
+use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::operators::iterate::VecVariable;
+use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine};
+use std::cell::RefCell;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::rc::Rc;
+use std::sync::Arc;
+use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::order::Product;
+use timely::worker::Worker;
+
+/// A flat fixed-width row: a fact `[relation, values.., 0..]`, a join key
+/// `[pattern, key values.., 0..]`, an index value (the free values) or a
+/// substitution's variable slots.
+pub(crate) trait Row:
+    differential_dataflow::ExchangeData + Hash + Copy + Default + Debug + AsRef<[u32]> + AsMut<[u32]>
+{
+}
+
+impl Row for [u32; 3] {}
+impl Row for [u32; 4] {}
+impl Row for [u32; 8] {}
+impl Row for [u32; 16] {}
+
+/// The row widths a dataflow can be built for.
+pub(crate) const WIDTHS: [usize; 4] = [3, 4, 8, 16];
+
+/// A substitution: (rule id, with [`LAST`] set at the last atom, or [`HEAD`]; variable
+/// slots).
+pub(crate) type Sub<R> = (u32, R);
+
+/// The inner timestamp: (commit, level << LEVEL_SHIFT | round).
+type Inner = Product<u32, u32>;
+
+/// The worker's cache of the shared rule and pattern tables. Ids are only ever appended,
+/// and an id reaches a worker's data only after the handle registered it, so a miss is
+/// served by refreshing the cache from the shared table.
+pub(crate) struct Tables {
+    shared: Arc<Shared>,
+    rules: RefCell<Vec<Arc<CompiledRule>>>,
+    patterns: RefCell<Vec<Arc<PatternSpec>>>,
+}
+
+impl Tables {
+    pub(crate) fn new(shared: Arc<Shared>) -> Tables {
+        Tables {
+            shared,
+            rules: RefCell::new(Vec::new()),
+            patterns: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[inline]
+    fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
+        {
+            let rules = self.rules.borrow();
+            if let Some(rule) = rules.get(id as usize) {
+                return f(rule);
+            }
+        }
+        {
+            let shared = self.shared.rules.read().unwrap_or_else(|e| e.into_inner());
+            let mut rules = self.rules.borrow_mut();
+            let have = rules.len();
+            rules.extend(shared[have..].iter().cloned());
+        }
+        let rules = self.rules.borrow();
+        f(&rules[id as usize])
+    }
+
+    #[inline]
+    fn with_pattern<T>(&self, id: u32, f: impl FnOnce(&PatternSpec) -> T) -> T {
+        {
+            let patterns = self.patterns.borrow();
+            if let Some(p) = patterns.get(id as usize) {
+                return f(p);
+            }
+        }
+        {
+            let shared = self
+                .shared
+                .patterns
+                .read()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut patterns = self.patterns.borrow_mut();
+            let have = patterns.len();
+            patterns.extend(shared[have..].iter().cloned());
+        }
+        let patterns = self.patterns.borrow();
+        f(&patterns[id as usize])
+    }
+}
+
+/// A deterministic bucket of a row, the same on every worker.
+#[inline]
+fn bucket(values: &[u32], buckets: u32) -> u32 {
+    if buckets <= 1 {
+        return 0;
+    }
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    for &v in values {
+        h = (h ^ v as u64).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 29;
+    }
+    ((h >> 32) % buckets as u64) as u32
+}
+
+/// The records a join closure emits: none, one, or one per bucket (key\[1\] = bucket).
+pub(crate) struct Emit<R> {
+    key: R,
+    sub: Sub<R>,
+    next: u32,
+    end: u32,
+    bucketed: bool,
+}
+
+impl<R: Row> Iterator for Emit<R> {
+    type Item = (R, Sub<R>);
+    #[inline]
+    fn next(&mut self) -> Option<(R, Sub<R>)> {
+        if self.next >= self.end {
+            return None;
+        }
+        let mut key = self.key;
+        if self.bucketed {
+            key.as_mut()[1] = self.next;
+        }
+        self.next += 1;
+        Some((key, self.sub))
+    }
+}
+
+/// Move a substitution of `rule` past atom `at` (see [`CompiledRule::advance`]).
+#[inline]
+fn emit<R: Row>(
+    rule: &CompiledRule,
+    id: u32,
+    at: Option<usize>,
+    vals: &[u32],
+    mut slots: R,
+    buckets: u32,
+) -> Emit<R> {
+    let mut out = R::default();
+    let none = Emit {
+        key: out,
+        sub: (HEAD, slots),
+        next: 0,
+        end: 0,
+        bucketed: false,
+    };
+    match rule.advance(at, vals, slots.as_mut(), out.as_mut()) {
+        Next::None => none,
+        Next::Sub { bucketed, last } => Emit {
+            key: out,
+            sub: (if last { id | LAST } else { id }, slots),
+            next: 0,
+            end: if bucketed { buckets } else { 1 },
+            bucketed,
+        },
+        Next::Head => Emit {
+            key: out,
+            sub: (HEAD, R::default()),
+            next: 0,
+            end: 1,
+            bucketed: false,
+        },
+    }
+}
+
+/// Move a substitution past its last atom: the head fact, if any.
+#[inline]
+fn head<R: Row>(rule: &CompiledRule, at: usize, vals: &[u32], mut slots: R) -> Option<R> {
+    let mut out = R::default();
+    match rule.advance(Some(at), vals, slots.as_mut(), out.as_mut()) {
+        Next::Head => Some(out),
+        _ => None,
+    }
+}
+
+/// The substitutions waiting for `kind` (`SCAN`, `NEG` or 0 for an index) at their
+/// rule's last atom or not.
+fn wait<'s, R: Row>(
+    c: &VecCollection<'s, Inner, (R, Sub<R>), isize>,
+    kind: u32,
+    last: bool,
+) -> VecCollection<'s, Inner, (R, Sub<R>), isize> {
+    c.clone()
+        .filter(move |(k, sub)| k.as_ref()[0] & (SCAN | NEG) == kind && (sub.0 & LAST != 0) == last)
+}
+
+/// What a worker keeps of its dataflow.
+pub(crate) struct Handles<R: Row> {
+    /// Base facts `[rel, values..]`.
+    pub facts: InputSession<u32, R, isize>,
+    /// Live rules `(level, rule id)`.
+    pub rules: InputSession<u32, (u32, u32), isize>,
+    pub probe: ProbeHandle<u32>,
+    /// Changes of the materialization seen by this worker since the last drain.
+    pub output: Rc<RefCell<Vec<(R, isize)>>>,
+    /// Highest round seen per level since the last drain.
+    pub rounds: Rc<RefCell<Vec<u32>>>,
+}
+
+/// Build the circuit on `worker`.
+pub(crate) fn build<R: Row>(
+    worker: &mut Worker,
+    tables: Rc<Tables>,
+    stages: usize,
+    buckets: u32,
+) -> Handles<R> {
+    worker.dataflow::<u32, _, _>(|scope| {
+        let (facts_in, base) = scope.new_collection::<R, isize>();
+        let (rules_in, rules) = scope.new_collection::<(u32, u32), isize>();
+        let output = Rc::new(RefCell::new(Vec::new()));
+        let rounds = Rc::new(RefCell::new(Vec::new()));
+        let rounds2 = rounds.clone();
+
+        let result = scope.iterative::<u32, _, _>(|inner| {
+            let base = base.enter(inner);
+            // Rules of level k start at round k << LEVEL_SHIFT: every lower level has
+            // reached its fixpoint by then (stratified evaluation inside one loop).
+            let seeds = rules.enter_at(inner, |&(level, _)| level << LEVEL_SHIFT);
+            let (variable, facts) = VecVariable::new_from(base.clone(), Product::new(0, 1));
+
+            // Every fact, keyed by (relation | SCAN, bucket): the index of atoms with
+            // only distinct free variables, and the source of the pattern indexes.
+            let scan = facts
+                .map(move |f: R| {
+                    let mut key = R::default();
+                    let mut val = R::default();
+                    let f = f.as_ref();
+                    let vals = val.as_mut();
+                    vals[..f.len() - 1].copy_from_slice(&f[1..]);
+                    let k = key.as_mut();
+                    k[0] = f[0] | SCAN;
+                    k[1] = bucket(&f[1..], buckets);
+                    (key, val)
+                })
+                .arrange_by_key_named("Scan");
+
+            // The patterns in use: those of the live rules, as data.
+            let t = tables.clone();
+            let t2 = tables.clone();
+            let patterns = seeds
+                .clone()
+                .flat_map(move |(_, r)| t.with_rule(r, |rule| rule.patterns.clone()))
+                .distinct()
+                .flat_map(move |p: u32| {
+                    let rel = t2.with_pattern(p & !NEG, |spec| spec.rel);
+                    (0..buckets).map(move |b| {
+                        let mut key = R::default();
+                        key.as_mut()[0] = rel | SCAN;
+                        key.as_mut()[1] = b;
+                        (key, p)
+                    })
+                })
+                .arrange_by_key_named("Patterns");
+
+            // Index entries: (pattern, bound values) -> free values.
+            let t = tables.clone();
+            let entries = scan
+                .clone()
+                .join_core(patterns, move |_k, vals: &R, &p: &u32| {
+                    t.with_pattern(p & !NEG, |spec| {
+                        let mut key = R::default();
+                        let mut val = R::default();
+                        let n = spec.entry(vals.as_ref(), key.as_mut(), val.as_mut())?;
+                        key.as_mut()[0] = p;
+                        if n == 1 && p & NEG == 0 {
+                            key.as_mut()[1] = bucket(val.as_ref(), buckets);
+                        }
+                        Some((key, val))
+                    })
+                });
+            let index = entries
+                .clone()
+                .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
+                .arrange_by_key_named("Index");
+            // Negated patterns: the set of keys (distinct: a wildcard makes duplicates).
+            let negated = entries
+                .filter(|(k, _)| k.as_ref()[0] & NEG != 0)
+                .map(|(k, _)| k)
+                .arrange_by_self_named("NegatedEntries")
+                .reduce_abelian::<_, KeyBuilder<R, Inner, isize>, KeySpine<R, Inner, isize>, _, _>(
+                    "NegatedKeys",
+                    |_k, _s, t| t.push(((), 1)),
+                    |vec, key: &R, upds| {
+                        vec.clear();
+                        vec.extend(upds.drain(..).map(|(v, t, r)| ((*key, v), t, r)));
+                    },
+                );
+
+            // Seeds: the empty substitution of every live rule, run up to its first atom.
+            let t = tables.clone();
+            let mut subs: VecCollection<'_, Inner, (R, Sub<R>), isize> =
+                seeds.flat_map(move |(_, r)| {
+                    t.with_rule(r, |rule| emit(rule, r, None, &[], R::default(), buckets))
+                });
+
+            // One join stage per body position; substitutions at their last atom emit
+            // head facts directly.
+            let mut heads = Vec::new();
+            for s in 0..stages {
+                heads.push(
+                    subs.clone()
+                        .filter(|(_, sub)| sub.0 == HEAD)
+                        .map(|(fact, _)| fact),
+                );
+                let waiting = subs.filter(|(_, sub)| sub.0 != HEAD);
+                // Split by what the substitution waits for: a scan, an index or a
+                // negation, and whether it is the rule's last atom.
+                let at_scan = wait(&waiting, SCAN, false).arrange_by_key_named("WaitScan");
+                let at_index = wait(&waiting, 0, false).arrange_by_key_named("WaitIndex");
+                let last_scan = wait(&waiting, SCAN, true).arrange_by_key_named("LastScan");
+                let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
+                let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & (SCAN | NEG) == NEG);
+
+                let t = tables.clone();
+                let from_scan =
+                    at_scan.join_core(scan.clone(), move |_k, sub: &Sub<R>, vals: &R| {
+                        t.with_rule(sub.0, |rule| {
+                            emit(rule, sub.0, Some(s), vals.as_ref(), sub.1, buckets)
+                        })
+                    });
+                let t = tables.clone();
+                let from_index =
+                    at_index.join_core(index.clone(), move |_k, sub: &Sub<R>, vals: &R| {
+                        t.with_rule(sub.0, |rule| {
+                            emit(rule, sub.0, Some(s), vals.as_ref(), sub.1, buckets)
+                        })
+                    });
+                let t = tables.clone();
+                heads.push(
+                    last_scan.join_core(scan.clone(), move |_k, sub: &Sub<R>, vals: &R| {
+                        t.with_rule(sub.0 & !LAST, |rule| head(rule, s, vals.as_ref(), sub.1))
+                    }),
+                );
+                let t = tables.clone();
+                heads.push(last_index.join_core(
+                    index.clone(),
+                    move |_k, sub: &Sub<R>, vals: &R| {
+                        t.with_rule(sub.0 & !LAST, |rule| head(rule, s, vals.as_ref(), sub.1))
+                    },
+                ));
+                let blocked = at_neg
+                    .clone()
+                    .arrange_by_key_named("WaitNeg")
+                    .join_core(negated.clone(), |k, sub: &Sub<R>, _| Some((*k, *sub)));
+                let t = tables.clone();
+                let from_neg = at_neg.concat(blocked.negate()).flat_map(move |(_, sub)| {
+                    let id = sub.0 & !LAST;
+                    t.with_rule(id, |rule| emit(rule, id, Some(s), &[], sub.1, buckets))
+                });
+                subs = from_scan.concat(from_index).concat(from_neg);
+            }
+            heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
+
+            let derived = differential_dataflow::collection::concatenate(inner, heads);
+            let result = base.concat(derived).distinct();
+            variable.set(result.clone());
+            result
+                .inspect_batch(move |_, data| {
+                    let mut rounds = rounds2.borrow_mut();
+                    for (_, t, _) in data {
+                        let level = (t.inner >> LEVEL_SHIFT) as usize;
+                        let round = t.inner & ((1 << LEVEL_SHIFT) - 1);
+                        if rounds.len() <= level {
+                            rounds.resize(level + 1, 0);
+                        }
+                        rounds[level] = rounds[level].max(round + 1);
+                    }
+                })
+                .leave(scope)
+        });
+
+        let out = output.clone();
+        let (probe, _) = result
+            .inspect_batch(move |_, data| {
+                out.borrow_mut()
+                    .extend(data.iter().map(|(d, _, r)| (*d, *r)));
+            })
+            .probe();
+        Handles {
+            facts: facts_in,
+            rules: rules_in,
+            probe,
+            output,
+            rounds,
+        }
+    })
+}

@@ -1,0 +1,294 @@
+//! The timely workers behind a [`super::Diff`] handle: background threads that own the
+//! dataflow, and the channels between them and the handle.
+//!
+//! Protocol: for each commit the handle sends every worker the same [`Batch`] (fact and
+//! rule changes) and unparks it; each worker feeds its share (facts `i` with
+//! `i % peers == index`, rules on worker 0 only), advances its inputs to the next
+//! epoch, steps until the probe passes it, and replies with the changes of the
+//! materialization its part of the dataflow produced. Between commits a worker keeps
+//! stepping while its arrangements have merge work to do (`idle_merge_effort`), then
+//! parks until the handle unparks it.
+
+use super::compile::Shared;
+use super::dataflow::{Row, Tables, build};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::Thread;
+use timely::communication::WorkerGuards;
+use timely::worker::Worker;
+
+/// The changes of one commit, shared by all workers.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// The epoch the changes happen at (inputs advance to `epoch + 1`).
+    pub epoch: u32,
+    /// Fact rows of the runtime's width: `[rel, values.., 0..]`.
+    pub facts: Vec<u32>,
+    pub fact_diffs: Vec<isize>,
+    /// `(level, rule id, diff)`.
+    pub rules: Vec<(u32, u32, isize)>,
+}
+
+/// What the workers produced for one commit.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    /// Changed rows of the runtime's width (`[rel, values.., 0..]`), several workers'
+    /// outputs concatenated, not consolidated.
+    pub facts: Vec<u32>,
+    pub diffs: Vec<isize>,
+    /// Rounds per level (the most of any worker).
+    pub rounds: Vec<u32>,
+}
+
+pub(crate) enum Cmd {
+    Commit(Arc<Batch>),
+    Shutdown,
+}
+
+pub(crate) enum Reply {
+    Done {
+        /// Output rows of the runtime's width and their diffs.
+        facts: Vec<u32>,
+        diffs: Vec<isize>,
+        /// Rounds per level.
+        rounds: Vec<u32>,
+    },
+    Failed(String),
+}
+
+/// The running workers.
+pub(crate) struct Runtime {
+    pub width: usize,
+    pub stages: usize,
+    senders: Vec<Sender<Cmd>>,
+    replies: Receiver<Reply>,
+    threads: Vec<Thread>,
+    guards: Option<WorkerGuards<()>>,
+    /// A worker failed: do not wait for the workers when dropping.
+    failed: bool,
+}
+
+impl Runtime {
+    /// Start `workers` threads with a dataflow for rows of `width` (one of
+    /// [`super::dataflow::WIDTHS`]) and `stages` join stages.
+    pub(crate) fn start(
+        workers: usize,
+        width: usize,
+        stages: usize,
+        shared: Arc<Shared>,
+        idle_merge_effort: Option<isize>,
+    ) -> Result<Runtime, String> {
+        let e = idle_merge_effort;
+        match width {
+            3 => start_typed::<[u32; 3]>(workers, stages, shared, e),
+            4 => start_typed::<[u32; 4]>(workers, stages, shared, e),
+            8 => start_typed::<[u32; 8]>(workers, stages, shared, e),
+            16 => start_typed::<[u32; 16]>(workers, stages, shared, e),
+            _ => Err(format!("unsupported row width {width}")),
+        }
+    }
+
+    /// Send a batch to every worker and wait for all replies.
+    pub(crate) fn commit(&mut self, batch: Batch) -> Result<Output, String> {
+        if self.failed {
+            return Err("the differential engine failed earlier".into());
+        }
+        let batch = Arc::new(batch);
+        for (tx, th) in self.senders.iter().zip(&self.threads) {
+            if tx.send(Cmd::Commit(batch.clone())).is_err() {
+                self.failed = true;
+                return Err("a differential worker stopped".into());
+            }
+            th.unpark();
+        }
+        let mut out = Output::default();
+        let Output {
+            facts,
+            diffs,
+            rounds,
+        } = &mut out;
+        for _ in 0..self.senders.len() {
+            match self.replies.recv() {
+                Ok(Reply::Done {
+                    facts: f,
+                    diffs: d,
+                    rounds: r,
+                }) => {
+                    if facts.is_empty() {
+                        *facts = f;
+                        *diffs = d;
+                    } else {
+                        facts.extend_from_slice(&f);
+                        diffs.extend_from_slice(&d);
+                    }
+                    if rounds.len() < r.len() {
+                        rounds.resize(r.len(), 0);
+                    }
+                    for (a, b) in rounds.iter_mut().zip(r) {
+                        *a = (*a).max(b);
+                    }
+                }
+                Ok(Reply::Failed(msg)) => {
+                    self.failed = true;
+                    return Err(format!("differential worker failed: {msg}"));
+                }
+                Err(_) => {
+                    self.failed = true;
+                    return Err("a differential worker stopped".into());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        for (tx, th) in self.senders.iter().zip(&self.threads) {
+            let _ = tx.send(Cmd::Shutdown);
+            th.unpark();
+        }
+        if let Some(guards) = self.guards.take() {
+            if self.failed {
+                // A failed worker may have left its peers waiting for it forever:
+                // do not join them (their threads are leaked, parked).
+                std::mem::forget(guards);
+            } else {
+                let _ = guards.join();
+            }
+        }
+    }
+}
+
+fn start_typed<R: Row>(
+    workers: usize,
+    stages: usize,
+    shared: Arc<Shared>,
+    idle_merge_effort: Option<isize>,
+) -> Result<Runtime, String> {
+    let workers = workers.max(1);
+    let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+    for _ in 0..workers {
+        let (tx, rx) = unbounded::<Cmd>();
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let (reply_tx, replies) = unbounded::<Reply>();
+    let (thread_tx, thread_rx) = unbounded::<(usize, Thread)>();
+    let mut config = timely::Config::process(workers);
+    differential_dataflow::configure(
+        &mut config.worker,
+        &differential_dataflow::Config::default().idle_merge_effort(idle_merge_effort),
+    );
+    let guards = timely::execute(config, move |worker| {
+        let index = worker.index();
+        let _ = thread_tx.send((index, std::thread::current()));
+        let Some(rx) = receivers.get(index).cloned() else {
+            return;
+        };
+        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), stages);
+    })?;
+    let mut threads: Vec<Option<Thread>> = vec![None; workers];
+    for _ in 0..workers {
+        match thread_rx.recv() {
+            Ok((i, th)) if i < workers => threads[i] = Some(th),
+            _ => return Err("a differential worker did not start".into()),
+        }
+    }
+    let threads = threads.into_iter().flatten().collect::<Vec<_>>();
+    if threads.len() != workers {
+        return Err("a differential worker did not start".into());
+    }
+    Ok(Runtime {
+        width: R::default().as_ref().len(),
+        stages,
+        senders,
+        replies,
+        threads,
+        guards: Some(guards),
+        failed: false,
+    })
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+fn run_worker<R: Row>(
+    worker: &mut Worker,
+    rx: Receiver<Cmd>,
+    reply: Sender<Reply>,
+    shared: Arc<Shared>,
+    stages: usize,
+) {
+    let (index, peers) = (worker.index(), worker.peers());
+    let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
+    let tables = Rc::new(Tables::new(shared));
+    let mut handles = build::<R>(worker, tables, stages, buckets);
+    loop {
+        match rx.try_recv() {
+            Ok(Cmd::Commit(batch)) => {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    let width = R::default().as_ref().len();
+                    for (i, &diff) in batch.fact_diffs.iter().enumerate() {
+                        if i % peers == index {
+                            let mut row = R::default();
+                            row.as_mut()
+                                .copy_from_slice(&batch.facts[i * width..(i + 1) * width]);
+                            handles.facts.update(row, diff);
+                        }
+                    }
+                    if index == 0 {
+                        for &(level, id, diff) in &batch.rules {
+                            handles.rules.update((level, id), diff);
+                        }
+                    }
+                    let next = batch.epoch + 1;
+                    handles.facts.advance_to(next);
+                    handles.rules.advance_to(next);
+                    handles.facts.flush();
+                    handles.rules.flush();
+                    let probe = handles.probe.clone();
+                    worker.step_or_park_while(None, || probe.less_than(&next));
+                    let out = std::mem::take(&mut *handles.output.borrow_mut());
+                    let rounds = std::mem::take(&mut *handles.rounds.borrow_mut());
+                    let mut facts = Vec::with_capacity(out.len() * width);
+                    let mut diffs = Vec::with_capacity(out.len());
+                    for (row, d) in out {
+                        facts.extend_from_slice(row.as_ref());
+                        diffs.push(d);
+                    }
+                    Reply::Done {
+                        facts,
+                        diffs,
+                        rounds,
+                    }
+                }));
+                let failed = result.is_err();
+                let msg = result.unwrap_or_else(|p| Reply::Failed(panic_message(&*p)));
+                if reply.send(msg).is_err() || failed {
+                    break;
+                }
+            }
+            Ok(Cmd::Shutdown) | Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                // Merge work of idle arrangements, or park until the handle unparks us.
+                worker.step_or_park(None);
+            }
+        }
+    }
+    drop(handles);
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        for id in worker.installed_dataflows() {
+            worker.drop_dataflow(id);
+        }
+    }));
+}

@@ -1,0 +1,97 @@
+//! Helpers shared by the differential engine's tests: build programs from text, compare
+//! the engine with the semi-naive reference.
+
+#![allow(dead_code)]
+
+use dynalog_analysis::{Program, RelId, SymbolTable, Value};
+use dynalog_engines::Engine;
+use dynalog_engines::diff::Diff;
+use dynalog_engines::seminaive::Seminaive;
+use dynalog_syntax::SourceFile;
+use std::collections::BTreeSet;
+
+/// Parse and check a program text (panics with the diagnostic on an error).
+pub fn program(text: &str) -> Program {
+    try_program(text, SymbolTable::new()).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Parse and check, interning into `symbols`; `Err` with the message on an error.
+pub fn try_program(text: &str, symbols: SymbolTable) -> Result<Program, String> {
+    let file = SourceFile::new("test.dl", text.to_string());
+    let ast = dynalog_syntax::parse(&file).map_err(|d| format!("{d:?}"))?;
+    dynalog_analysis::analyse_with(&file, &ast, symbols, &Default::default())
+        .map_err(|d| format!("{d:?}"))
+}
+
+pub type Db = Vec<BTreeSet<Vec<Value>>>;
+
+/// Every relation of an engine, as sets.
+pub fn snapshot(engine: &dyn Engine) -> Db {
+    (0..engine.program().relations.len())
+        .map(|r| engine.facts(r as RelId).into_iter().collect())
+        .collect()
+}
+
+/// The changes from `old` to `new`, as a sorted list of (relation, tuple, diff).
+pub fn difference(old: &Db, new: &Db) -> Vec<(RelId, Vec<Value>, isize)> {
+    let mut out = Vec::new();
+    let empty = BTreeSet::new();
+    for r in 0..old.len().max(new.len()) {
+        let o = old.get(r).unwrap_or(&empty);
+        let n = new.get(r).unwrap_or(&empty);
+        out.extend(o.difference(n).map(|t| (r as RelId, t.clone(), -1)));
+        out.extend(n.difference(o).map(|t| (r as RelId, t.clone(), 1)));
+    }
+    out.sort();
+    out
+}
+
+/// The engine's last changes, sorted.
+pub fn changes(engine: &Diff) -> Vec<(RelId, Vec<Value>, isize)> {
+    let mut c = engine.last_changes().to_vec();
+    c.sort();
+    c
+}
+
+/// Reference result from scratch: a fresh semi-naive engine over `program` and `base`.
+/// `base` includes the inline facts still present (the program's own are ignored).
+pub fn reference(program: &Program, base: &[(RelId, Vec<Value>)]) -> Db {
+    let mut p = program.clone();
+    p.facts.clear();
+    let mut s = Seminaive::new(p);
+    for (r, t) in base {
+        s.insert(*r, t);
+    }
+    s.commit().expect("the reference evaluates");
+    snapshot(&s)
+}
+
+/// Assert that two materializations are equal, relation by relation, with names.
+pub fn assert_same(program: &Program, got: &Db, want: &Db, context: &str) {
+    for (i, rel) in program.relations.iter().enumerate() {
+        let empty = BTreeSet::new();
+        let g = got.get(i).unwrap_or(&empty);
+        let w = want.get(i).unwrap_or(&empty);
+        if g != w {
+            let missing: Vec<_> = w.difference(g).take(5).collect();
+            let extra: Vec<_> = g.difference(w).take(5).collect();
+            panic!(
+                "relation {} differs ({context}): {} facts, want {}; missing {missing:?}, extra {extra:?}",
+                rel.name,
+                g.len(),
+                w.len()
+            );
+        }
+    }
+}
+
+/// Read a tab-separated fact file of symbols into tuples, interning into `symbols`.
+pub fn read_symbol_facts(path: &str, symbols: &mut SymbolTable) -> Option<Vec<Vec<Value>>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(
+        text.lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('\t').map(|s| symbols.intern(s)).collect())
+            .collect(),
+    )
+}

@@ -1,0 +1,240 @@
+//! Property test: random programs (recursive, negation in higher strata, constants,
+//! repeated variables, comparisons, arithmetic) and random sequences of commits that
+//! insert and delete facts and add and remove rules. After every commit the
+//! differential engine's materialization equals the reference's from-scratch result,
+//! and its reported changes equal the difference of consecutive reference results.
+
+mod diff_common;
+
+use diff_common::*;
+use dynalog_analysis::{Program, RelId, Value};
+use dynalog_engines::Engine;
+use dynalog_engines::diff::Diff;
+use proptest::prelude::*;
+
+const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n\
+.decl u(a: number)\n.decl p(a: number, b: number)\n.decl q(a: number, b: number)\n\
+.decl r(a: number, b: number)\n.decl s(a: number, b: number)\n.decl t(a: number, b: number)\n\
+e(0, 0).\n";
+
+/// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
+/// lower relations), level 3 `s`, and `t` with arithmetic in the head.
+fn rule_pool() -> impl Strategy<Value = Vec<String>> {
+    let var = prop_oneof![Just("x"), Just("y"), Just("z")];
+    let arg = prop_oneof![
+        6 => var.clone().prop_map(str::to_string),
+        1 => (0u32..4).prop_map(|c| c.to_string()),
+        1 => Just("_".to_string()),
+    ];
+    let atom = move |rels: Vec<&'static str>| {
+        (proptest::sample::select(rels), arg.clone(), arg.clone()).prop_map(|(r, a, b)| {
+            if r == "u" {
+                format!("u({a})")
+            } else {
+                format!("{r}({a}, {b})")
+            }
+        })
+    };
+    let rule = move |head: &'static str, rels: Vec<&'static str>, neg: Vec<&'static str>| {
+        (
+            var.clone(),
+            var.clone(),
+            proptest::collection::vec(atom(rels), 1..4),
+            proptest::option::of((proptest::sample::select(neg), var.clone(), var.clone())),
+            proptest::option::of((
+                var.clone(),
+                prop_oneof![Just("<"), Just("!="), Just("<="), Just("=")],
+                0u32..4,
+            )),
+        )
+            .prop_map(move |(h1, h2, atoms, neg, cmp)| {
+                let mut lits = atoms;
+                if let Some((n, a, b)) = neg {
+                    lits.push(if n == "u" {
+                        format!("!u({a})")
+                    } else {
+                        format!("!{n}({a}, {b})")
+                    });
+                }
+                if let Some((v, op, c)) = cmp {
+                    lits.push(format!("{v} {op} {c}"));
+                }
+                format!("{head}({h1}, {h2}) :- {}.", lits.join(", "))
+            })
+    };
+    (
+        proptest::collection::vec(
+            rule("p", vec!["e", "f", "u", "p", "q"], vec!["e", "u"]),
+            1..3,
+        ),
+        proptest::collection::vec(rule("q", vec!["e", "p", "q"], vec!["f"]), 0..3),
+        proptest::collection::vec(rule("r", vec!["e", "p", "r"], vec!["p", "q", "f"]), 0..3),
+        proptest::collection::vec(rule("s", vec!["r", "p", "e"], vec!["q", "r"]), 0..2),
+        proptest::bool::ANY,
+    )
+        .prop_map(|(p, q, r, s, arith)| {
+            let mut pool: Vec<String> = p.into_iter().chain(q).chain(r).chain(s).collect();
+            if arith {
+                pool.push("t(x + y, x * 2 - 1) :- p(x, y), x != 3.".into());
+                pool.push("t(n, m) :- s(n, k), m = k % 3, !q(n, _).".into());
+                pool.push("t(x, y) :- e(x, y), y = 6 / (x - 2).".into());
+            }
+            pool
+        })
+}
+
+/// One commit: fact changes (insert?, relation 0..3 = e/f/u, a, b) and maybe a new
+/// selection of the pool's rules (bit mask).
+type Commit = (Vec<(bool, u8, u32, u32)>, Option<u32>);
+
+fn commits() -> impl Strategy<Value = Vec<Commit>> {
+    proptest::collection::vec(
+        (
+            proptest::collection::vec(
+                (proptest::bool::weighted(0.65), 0u8..3, 0u32..5, 0u32..5),
+                0..12,
+            ),
+            proptest::option::weighted(0.4, any::<u32>()),
+        ),
+        1..6,
+    )
+}
+
+fn build(rules: &[String], mask: u32, symbols: &Program) -> Option<Program> {
+    let chosen: Vec<&str> = rules
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask & (1 << i) != 0)
+        .map(|(_, r)| r.as_str())
+        .collect();
+    let text = format!("{DECLS}{}\n", chosen.join("\n"));
+    try_program(&text, symbols.symbols.clone()).ok()
+}
+
+/// The rules of a pool that are valid on their own (safe). Negation cannot form a cycle
+/// in this generator, so every subset of them is a valid program.
+fn valid_rules(pool: Vec<String>, empty: &Program) -> Vec<String> {
+    pool.into_iter()
+        .filter(|r| build(std::slice::from_ref(r), 1, empty).is_some())
+        .collect()
+}
+
+fn run_case(
+    pool: Vec<String>,
+    start_mask: u32,
+    commits: &[Commit],
+    workers: usize,
+) -> Result<(), TestCaseError> {
+    let empty = try_program(DECLS, Default::default()).expect("declarations");
+    let pool = &valid_rules(pool, &empty)[..];
+    // Start with the selected rules, or none if they do not make a valid program.
+    let mut program = build(pool, start_mask, &empty).unwrap_or(empty);
+    let mut engine = Diff::new(program.clone(), workers).expect("starts");
+    let names = ["e", "f", "u"];
+    let mut base: Vec<(RelId, Vec<Value>)> = program.facts.clone();
+    let mut prev: Db = vec![];
+    for (n, (facts, mask)) in commits.iter().enumerate() {
+        if let Some(mask) = mask
+            && let Some(next) = build(pool, *mask, &program)
+        {
+            for (a, b) in program.relations.iter().zip(&next.relations) {
+                prop_assert_eq!(&a.name, &b.name);
+            }
+            engine.set_program(next.clone());
+            program = next;
+        }
+        for &(insert, r, a, b) in facts {
+            let rel = program.relation_id(names[r as usize]).expect("declared");
+            let t: Vec<Value> = if r == 2 { vec![a] } else { vec![a, b] };
+            if insert {
+                engine.insert(rel, &t);
+                if !base.contains(&(rel, t.clone())) {
+                    base.push((rel, t));
+                }
+            } else {
+                engine.remove(rel, &t);
+                base.retain(|x| *x != (rel, t.clone()));
+            }
+        }
+        engine.commit().expect("commits");
+        let want = reference(&program, &base);
+        let got = snapshot(&engine);
+        for (i, rel) in program.relations.iter().enumerate() {
+            prop_assert_eq!(
+                &got[i],
+                &want[i],
+                "relation {} after commit {} ({} workers) of\n{}",
+                rel.name,
+                n,
+                workers,
+                program
+                    .rules
+                    .iter()
+                    .map(|r| r.text.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        prop_assert_eq!(
+            changes(&engine),
+            difference(&prev, &want),
+            "changes of commit {}",
+            n
+        );
+        prev = want;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn diff_agrees_with_reference(
+        pool in rule_pool(),
+        start in any::<u32>(),
+        commits in commits(),
+        workers in 1usize..3,
+    ) {
+        run_case(pool, start, &commits, workers)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 20000, ..ProptestConfig::default() })]
+
+    /// The long run: `cargo test --release --test diff_property -- --ignored`.
+    #[test]
+    #[ignore]
+    fn diff_agrees_with_reference_long(
+        pool in rule_pool(),
+        start in any::<u32>(),
+        commits in commits(),
+        workers in 1usize..3,
+    ) {
+        run_case(pool, start, &commits, workers)?;
+    }
+}
+
+#[test]
+fn generator_yields_mostly_valid_programs() {
+    // Guard against a generator whose programs are silently all discarded.
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strat = rule_pool();
+    let empty = try_program(DECLS, Default::default()).expect("declarations");
+    let (mut valid, mut rules) = (0, 0);
+    for _ in 0..200 {
+        let pool = valid_rules(strat.new_tree(&mut runner).expect("tree").current(), &empty);
+        if let Some(p) = build(&pool, u32::MAX, &empty) {
+            valid += 1;
+            rules += p.rules.len();
+        }
+    }
+    assert!(
+        valid > 60,
+        "only {valid} of 200 generated pools are valid programs"
+    );
+    assert!(rules > 3 * valid, "valid programs have few rules");
+}
