@@ -43,3 +43,29 @@ with gzip.open(os.path.join(src, "lubm1_with_tbox.nt.gz"), "rt") as f, open(os.p
         terms = TERM.findall(line)
         if len(terms) >= 3:
             w.write("\t".join(ABBR.get(t, t) for t in terms[:3]) + "\n")
+
+# OWL2RL, the study's vocabulary mapping: `x rdf:type C` becomes C(x) (C's local name;
+# besides the univ-bench classes this keeps 84 TBox typings such as Class(ub:Person)),
+# a triple whose predicate is in the univ-bench namespace becomes p(s, o) with the local
+# name as the relation, every other triple is dropped, and so are the two lines with the
+# relative IRI `<>`. This gives the README's 100,627 facts. One file per relation under
+# OUT_DIR/owl2rl/.
+UB = "http://www.lehigh.edu/~zhp2/2004/0401/univ-bench.owl#"
+facts = {}
+with gzip.open(os.path.join(src, "lubm1_with_tbox.nt.gz"), "rt") as f:
+    for line in f:
+        terms = TERM.findall(line)
+        if len(terms) < 3:
+            continue
+        s, p, o = terms[:3]
+        if "<>" in (s, p, o):
+            continue
+        if p == "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>" and o.startswith("<"):
+            facts.setdefault(re.split("[#/]", o[1:-1])[-1], set()).add((s,))
+        elif p.startswith("<" + UB):
+            facts.setdefault(p[len(UB) + 1:-1], set()).add((s, o))
+os.makedirs(os.path.join(out, "owl2rl"), exist_ok=True)
+for rel, rows in facts.items():
+    with open(os.path.join(out, "owl2rl", rel + ".facts"), "w") as w:
+        for row in sorted(rows):
+            w.write("\t".join(row) + "\n")
