@@ -7,13 +7,18 @@
 use super::compile::{CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, SCAN, Shared};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::operators::arrange::{Arranged, TraceAgent, arrangement::arrange_core};
 use differential_dataflow::operators::iterate::VecVariable;
-use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine};
+use differential_dataflow::trace::implementations::{
+    KeyBatcher, KeyBuilder, KeySpine, ValBatcher, ValSpine,
+};
 use std::cell::RefCell;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::order::Product;
 use timely::worker::Worker;
@@ -37,6 +42,11 @@ pub(crate) const WIDTHS: [usize; 4] = [3, 4, 8, 16];
 /// A substitution: (rule id, with [`LAST`] set at the last atom, or [`HEAD`]; variable
 /// slots).
 pub(crate) type Sub<R> = (u32, R);
+
+/// The multiplicity of every collection of the circuit: derivation counts stay far
+/// below `i32::MAX`, and a 4-byte diff makes every update in the batchers and traces
+/// 4 bytes narrower than an `isize` would.
+pub(crate) type Mult = i32;
 
 /// The inner timestamp: (commit, level << LEVEL_SHIFT | round).
 type Inner = Product<u32, u32>;
@@ -114,6 +124,46 @@ fn bucket(values: &[u32], buckets: u32) -> u32 {
     ((h >> 32) % buckets as u64) as u32
 }
 
+/// The worker-routing hash of a fact: its bucket. Facts (the `distinct` that makes
+/// them), the scan and the substitutions waiting at a scan are all placed by bucket
+/// (bucket `b` on worker `b mod workers`), so the scan is arranged where the facts
+/// already are, without an exchange.
+#[inline]
+fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
+    bucket(&f.as_ref()[1..], buckets) as u64
+}
+
+/// A (key, value) arrangement whose records are placed by `route(key)`, or left on
+/// their worker (`route` = `None`).
+fn arrange_routed<'s, K: Row, V: differential_dataflow::ExchangeData>(
+    c: VecCollection<'s, Inner, (K, V), Mult>,
+    name: &str,
+    route: Option<fn(&K) -> u64>,
+) -> Arranged<'s, TraceAgent<ValSpine<K, V, Inner, Mult>>> {
+    match route {
+        Some(route) => {
+            let pact = Exchange::new(move |u: &((K, V), Inner, Mult)| route(&(u.0).0));
+            arrange_core::<_, _, ValBatcher<K, V, Inner, Mult>, _>(
+                c.inner,
+                pact,
+                name,
+                ValBatcher::new,
+            )
+        }
+        None => arrange_core::<_, _, ValBatcher<K, V, Inner, Mult>, _>(
+            c.inner,
+            Pipeline,
+            name,
+            ValBatcher::new,
+        ),
+    }
+}
+
+/// The route of a scan key `[rel | SCAN, bucket, 0..]`: its bucket.
+fn scan_route<K: Row>(k: &K) -> u64 {
+    k.as_ref()[1] as u64
+}
+
 /// The records a join closure emits: none, one, or one per bucket (key\[1\] = bucket).
 pub(crate) struct Emit<R> {
     key: R,
@@ -189,10 +239,10 @@ fn head<R: Row>(rule: &CompiledRule, at: usize, vals: &[u32], mut slots: R) -> O
 /// The substitutions waiting for `kind` (`SCAN`, `NEG` or 0 for an index) at their
 /// rule's last atom or not.
 fn wait<'s, R: Row>(
-    c: &VecCollection<'s, Inner, (R, Sub<R>), isize>,
+    c: &VecCollection<'s, Inner, (R, Sub<R>), Mult>,
     kind: u32,
     last: bool,
-) -> VecCollection<'s, Inner, (R, Sub<R>), isize> {
+) -> VecCollection<'s, Inner, (R, Sub<R>), Mult> {
     c.clone()
         .filter(move |(k, sub)| k.as_ref()[0] & (SCAN | NEG) == kind && (sub.0 & LAST != 0) == last)
 }
@@ -200,12 +250,12 @@ fn wait<'s, R: Row>(
 /// What a worker keeps of its dataflow.
 pub(crate) struct Handles<R: Row> {
     /// Base facts `[rel, values..]`.
-    pub facts: InputSession<u32, R, isize>,
+    pub facts: InputSession<u32, R, Mult>,
     /// Live rules `(level, rule id)`.
-    pub rules: InputSession<u32, (u32, u32), isize>,
+    pub rules: InputSession<u32, (u32, u32), Mult>,
     pub probe: ProbeHandle<u32>,
     /// Changes of the materialization seen by this worker since the last drain.
-    pub output: Rc<RefCell<Vec<(R, isize)>>>,
+    pub output: Rc<RefCell<Vec<(R, Mult)>>>,
     /// Highest round seen per level since the last drain.
     pub rounds: Rc<RefCell<Vec<u32>>>,
 }
@@ -218,12 +268,18 @@ pub(crate) fn build<R: Row>(
     buckets: u32,
 ) -> Handles<R> {
     worker.dataflow::<u32, _, _>(|scope| {
-        let (facts_in, base) = scope.new_collection::<R, isize>();
-        let (rules_in, rules) = scope.new_collection::<(u32, u32), isize>();
+        let (facts_in, base) = scope.new_collection::<R, Mult>();
+        let (rules_in, rules) = scope.new_collection::<(u32, u32), Mult>();
         let output = Rc::new(RefCell::new(Vec::new()));
         let rounds = Rc::new(RefCell::new(Vec::new()));
         let rounds2 = rounds.clone();
 
+        // The base facts, placed by bucket like every fact of the loop (see
+        // `fact_route`): the scan of round 0 is arranged where they are.
+        let base = VecCollection::new(
+            base.inner
+                .exchange(move |(f, _, _): &(R, u32, Mult)| fact_route(f, buckets)),
+        );
         let result = scope.iterative::<u32, _, _>(|inner| {
             let base = base.enter(inner);
             // Rules of level k start at round k << LEVEL_SHIFT: every lower level has
@@ -233,19 +289,19 @@ pub(crate) fn build<R: Row>(
 
             // Every fact, keyed by (relation | SCAN, bucket): the index of atoms with
             // only distinct free variables, and the source of the pattern indexes.
-            let scan = facts
-                .map(move |f: R| {
-                    let mut key = R::default();
-                    let mut val = R::default();
-                    let f = f.as_ref();
-                    let vals = val.as_mut();
-                    vals[..f.len() - 1].copy_from_slice(&f[1..]);
-                    let k = key.as_mut();
-                    k[0] = f[0] | SCAN;
-                    k[1] = bucket(&f[1..], buckets);
-                    (key, val)
-                })
-                .arrange_by_key_named("Scan");
+            let scan = facts.map(move |f: R| {
+                let mut key = R::default();
+                let mut val = R::default();
+                let f = f.as_ref();
+                let vals = val.as_mut();
+                vals[..f.len() - 1].copy_from_slice(&f[1..]);
+                let k = key.as_mut();
+                k[0] = f[0] | SCAN;
+                k[1] = bucket(&f[1..], buckets);
+                (key, val)
+            });
+            // `facts` is placed by bucket already (see `fact_route`).
+            let scan = arrange_routed(scan, "Scan", None);
 
             // The patterns in use: those of the live rules, as data.
             let t = tables.clone();
@@ -253,7 +309,7 @@ pub(crate) fn build<R: Row>(
             let patterns = seeds
                 .clone()
                 .flat_map(move |(_, r)| t.with_rule(r, |rule| rule.patterns.clone()))
-                .distinct()
+                .distinct_core::<Mult>()
                 .flat_map(move |p: u32| {
                     let rel = t2.with_pattern(p & !NEG, |spec| spec.rel);
                     (0..buckets).map(move |b| {
@@ -262,8 +318,8 @@ pub(crate) fn build<R: Row>(
                         key.as_mut()[1] = b;
                         (key, p)
                     })
-                })
-                .arrange_by_key_named("Patterns");
+                });
+            let patterns = arrange_routed(patterns, "Patterns", Some(scan_route::<R>));
 
             // Index entries: (pattern, bound values) -> free values.
             let t = tables.clone();
@@ -290,7 +346,7 @@ pub(crate) fn build<R: Row>(
                 .filter(|(k, _)| k.as_ref()[0] & NEG != 0)
                 .map(|(k, _)| k)
                 .arrange_by_self_named("NegatedEntries")
-                .reduce_abelian::<_, KeyBuilder<R, Inner, isize>, KeySpine<R, Inner, isize>, _, _>(
+                .reduce_abelian::<_, KeyBuilder<R, Inner, Mult>, KeySpine<R, Inner, Mult>, _, _>(
                     "NegatedKeys",
                     |_k, _s, t| t.push(((), 1)),
                     |vec, key: &R, upds| {
@@ -301,7 +357,7 @@ pub(crate) fn build<R: Row>(
 
             // Seeds: the empty substitution of every live rule, run up to its first atom.
             let t = tables.clone();
-            let mut subs: VecCollection<'_, Inner, (R, Sub<R>), isize> =
+            let mut subs: VecCollection<'_, Inner, (R, Sub<R>), Mult> =
                 seeds.flat_map(move |(_, r)| {
                     t.with_rule(r, |rule| emit(rule, r, None, &[], R::default(), buckets))
                 });
@@ -318,9 +374,17 @@ pub(crate) fn build<R: Row>(
                 let waiting = subs.filter(|(_, sub)| sub.0 != HEAD);
                 // Split by what the substitution waits for: a scan, an index or a
                 // negation, and whether it is the rule's last atom.
-                let at_scan = wait(&waiting, SCAN, false).arrange_by_key_named("WaitScan");
+                let at_scan = arrange_routed(
+                    wait(&waiting, SCAN, false),
+                    "WaitScan",
+                    Some(scan_route::<R>),
+                );
                 let at_index = wait(&waiting, 0, false).arrange_by_key_named("WaitIndex");
-                let last_scan = wait(&waiting, SCAN, true).arrange_by_key_named("LastScan");
+                let last_scan = arrange_routed(
+                    wait(&waiting, SCAN, true),
+                    "LastScan",
+                    Some(scan_route::<R>),
+                );
                 let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
                 let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & (SCAN | NEG) == NEG);
 
@@ -365,7 +429,26 @@ pub(crate) fn build<R: Row>(
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
 
             let derived = differential_dataflow::collection::concatenate(inner, heads);
-            let result = base.concat(derived).distinct();
+            // distinct, with the facts placed by bucket (`fact_route`), not by hash.
+            let pact =
+                Exchange::new(move |u: &((R, ()), Inner, Mult)| fact_route(&(u.0).0, buckets));
+            let all: Arranged<'_, TraceAgent<KeySpine<R, Inner, Mult>>> =
+                arrange_core::<_, _, KeyBatcher<R, Inner, Mult>, _>(
+                    base.concat(derived).map(|f| (f, ())).inner,
+                    pact,
+                    "Arrange: Distinct",
+                    KeyBatcher::new,
+                );
+            let result = all
+                .reduce_abelian::<_, KeyBuilder<R, Inner, Mult>, KeySpine<R, Inner, Mult>, _, _>(
+                    "Distinct",
+                    |_k, _s, t| t.push(((), 1)),
+                    |vec, key: &R, upds| {
+                        vec.clear();
+                        vec.extend(upds.drain(..).map(|(v, t, r)| ((*key, v), t, r)));
+                    },
+                )
+                .as_collection(|k: &R, _| *k);
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {

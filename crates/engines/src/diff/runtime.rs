@@ -243,12 +243,14 @@ fn run_worker<R: Row>(
                             let mut row = R::default();
                             row.as_mut()
                                 .copy_from_slice(&batch.facts[i * width..(i + 1) * width]);
-                            handles.facts.update(row, diff);
+                            handles.facts.update(row, diff as super::dataflow::Mult);
                         }
                     }
                     if index == 0 {
                         for &(level, id, diff) in &batch.rules {
-                            handles.rules.update((level, id), diff);
+                            handles
+                                .rules
+                                .update((level, id), diff as super::dataflow::Mult);
                         }
                     }
                     let next = batch.epoch + 1;
@@ -264,7 +266,7 @@ fn run_worker<R: Row>(
                     let mut diffs = Vec::with_capacity(out.len());
                     for (row, d) in out {
                         facts.extend_from_slice(row.as_ref());
-                        diffs.push(d);
+                        diffs.push(d as isize);
                     }
                     Reply::Done {
                         facts,
