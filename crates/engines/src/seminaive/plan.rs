@@ -139,27 +139,18 @@ pub fn compile_rule(program: &Program, rule: &Rule, specs: &mut IndexSpecs) -> R
     for lit in &rule.body {
         let op = match lit {
             Literal::Atom(atom) => {
-                let mut key_cols = Vec::new();
-                let mut key = Vec::new();
+                let (key_cols, key) = bound_key(&atom.args, &bound);
                 let mut checks = Vec::new();
                 let mut binds: Vec<(usize, u32)> = Vec::new();
                 for (col, term) in atom.args.iter().enumerate() {
-                    match *term {
-                        Term::Const(c) => {
-                            key_cols.push(col);
-                            key.push(KeySrc::Const(c));
+                    if let Term::Var(v) = *term
+                        && !bound[v as usize]
+                    {
+                        if let Some(&(first, _)) = binds.iter().find(|b| b.1 == v) {
+                            checks.push((col, first));
+                        } else {
+                            binds.push((col, v));
                         }
-                        Term::Var(v) => {
-                            if bound[v as usize] {
-                                key_cols.push(col);
-                                key.push(KeySrc::Var(v));
-                            } else if let Some(&(first, _)) = binds.iter().find(|b| b.1 == v) {
-                                checks.push((col, first));
-                            } else {
-                                binds.push((col, v));
-                            }
-                        }
-                        Term::Wildcard => {}
                     }
                 }
                 for &(_, v) in &binds {
@@ -174,25 +165,9 @@ pub fn compile_rule(program: &Program, rule: &Rule, specs: &mut IndexSpecs) -> R
                 })
             }
             Literal::Not(atom) => {
-                let mut key_cols = Vec::new();
-                let mut key = Vec::new();
-                for (col, term) in atom.args.iter().enumerate() {
-                    match *term {
-                        Term::Const(c) => {
-                            key_cols.push(col);
-                            key.push(KeySrc::Const(c));
-                        }
-                        Term::Var(v) => {
-                            // All variables of a negation are bound in valid IR; an
-                            // unbound one would be treated like a wildcard.
-                            if bound[v as usize] {
-                                key_cols.push(col);
-                                key.push(KeySrc::Var(v));
-                            }
-                        }
-                        Term::Wildcard => {}
-                    }
-                }
+                // All variables of a negation are bound in valid IR; an unbound one would
+                // be treated like a wildcard.
+                let (key_cols, key) = bound_key(&atom.args, &bound);
                 let arity = program.relation(atom.relation).arity();
                 Op::Not {
                     rel: atom.relation,
@@ -232,6 +207,27 @@ pub fn compile_rule(program: &Program, rule: &Rule, specs: &mut IndexSpecs) -> R
         head,
         slots,
     }
+}
+
+/// The bound columns of an atom (constants and variables bound before it) and where
+/// each key value comes from.
+fn bound_key(args: &[Term], bound: &[bool]) -> (Vec<usize>, Vec<KeySrc>) {
+    let mut key_cols = Vec::new();
+    let mut key = Vec::new();
+    for (col, term) in args.iter().enumerate() {
+        match *term {
+            Term::Const(c) => {
+                key_cols.push(col);
+                key.push(KeySrc::Const(c));
+            }
+            Term::Var(v) if bound[v as usize] => {
+                key_cols.push(col);
+                key.push(KeySrc::Var(v));
+            }
+            Term::Var(_) | Term::Wildcard => {}
+        }
+    }
+    (key_cols, key)
 }
 
 fn access(
