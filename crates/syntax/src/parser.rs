@@ -679,37 +679,34 @@ impl<'a> Parser<'a> {
 
     /// `term (("+" | "-") term)*`
     fn expr(&mut self) -> PResult<(Expr, Span)> {
-        let (mut lhs, mut ext) = self.term()?;
-        loop {
-            let op = match self.peek_kind()? {
-                TokenKind::Plus => ArithOp::Add,
-                TokenKind::Minus => ArithOp::Sub,
-                _ => return Ok((lhs, ext)),
-            };
-            self.bump()?;
-            let (rhs, rhs_ext) = self.term()?;
-            ext = ext.to(rhs_ext);
-            lhs = Expr::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-                span: ext,
-            };
-        }
+        self.left_assoc(Self::term, |k| match k {
+            TokenKind::Plus => Some(ArithOp::Add),
+            TokenKind::Minus => Some(ArithOp::Sub),
+            _ => None,
+        })
     }
 
     /// `unary (("*" | "/" | "%") unary)*`
     fn term(&mut self) -> PResult<(Expr, Span)> {
-        let (mut lhs, mut ext) = self.unary()?;
-        loop {
-            let op = match self.peek_kind()? {
-                TokenKind::Star => ArithOp::Mul,
-                TokenKind::Slash => ArithOp::Div,
-                TokenKind::Percent => ArithOp::Mod,
-                _ => return Ok((lhs, ext)),
-            };
+        self.left_assoc(Self::unary, |k| match k {
+            TokenKind::Star => Some(ArithOp::Mul),
+            TokenKind::Slash => Some(ArithOp::Div),
+            TokenKind::Percent => Some(ArithOp::Mod),
+            _ => None,
+        })
+    }
+
+    /// One left-associative precedence level: `operand (op operand)*`, where `op_of`
+    /// says which tokens are this level's operators.
+    fn left_assoc(
+        &mut self,
+        operand: fn(&mut Self) -> PResult<(Expr, Span)>,
+        op_of: fn(&TokenKind) -> Option<ArithOp>,
+    ) -> PResult<(Expr, Span)> {
+        let (mut lhs, mut ext) = operand(self)?;
+        while let Some(op) = op_of(self.peek_kind()?) {
             self.bump()?;
-            let (rhs, rhs_ext) = self.unary()?;
+            let (rhs, rhs_ext) = operand(self)?;
             ext = ext.to(rhs_ext);
             lhs = Expr::Binary {
                 op,
@@ -718,6 +715,7 @@ impl<'a> Parser<'a> {
                 span: ext,
             };
         }
+        Ok((lhs, ext))
     }
 
     /// `"-" unary | primary`, with the depth guard.
