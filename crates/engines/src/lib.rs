@@ -51,7 +51,15 @@ impl fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
+/// One change of the materialization: a fact of a relation appeared (`+1`) or
+/// disappeared (`-1`).
+pub type Change = (RelId, Vec<Value>, isize);
+
 /// The interface every engine implements.
+///
+/// Facts and rules both change through it: [`Engine::insert`] / [`Engine::remove`]
+/// stage fact changes, [`Engine::set_program`] stages a new rule set, and
+/// [`Engine::commit`] applies everything staged as one transaction.
 pub trait Engine {
     /// The name used by `--engine`.
     fn name(&self) -> &'static str;
@@ -65,8 +73,31 @@ pub trait Engine {
     /// Stage the deletion of a base fact (no effect if it is not a base fact).
     fn remove(&mut self, relation: RelId, tuple: &[Value]);
 
+    /// Stage a change of the rules. `program` is the re-analysed program: the same
+    /// relations at the same ids (more may be appended, or trailing ones dropped: their
+    /// facts are then retracted), a symbol table that extends the current one, any
+    /// rules and strata. Inline facts the new program has and the old one had not are
+    /// staged for insertion, those it dropped for removal. A program that changes a
+    /// relation it keeps is rejected: the next commit fails and nothing changes.
+    fn set_program(&mut self, program: Program);
+
     /// Apply everything staged since the last commit and bring the materialization up to date.
     fn commit(&mut self) -> Result<CommitStats, EngineError>;
+
+    /// Ask the engine to record the changes each commit makes (see
+    /// [`Engine::last_changes`]). Engines that get them for free always record them;
+    /// the others compute them only when asked, since it costs a comparison of the
+    /// materialization before and after.
+    fn track_changes(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// The changes of every relation made by the last commit, one entry per fact, in
+    /// no particular order (empty unless the engine tracks changes).
+    fn last_changes(&self) -> &[Change];
+
+    /// Whether a fact is in the materialization (as of the last commit).
+    fn contains(&self, relation: RelId, tuple: &[Value]) -> bool;
 
     /// Number of facts of a relation in the materialization (as of the last commit).
     fn len(&self, relation: RelId) -> usize;
@@ -82,6 +113,63 @@ pub trait Engine {
             f(&t);
         }
     }
+}
+
+/// Check that `new` may replace `old` under [`Engine::set_program`]: every relation
+/// both have keeps its name and column types.
+pub fn check_extends(old: &Program, new: &Program) -> Result<(), String> {
+    for (i, (a, b)) in old.relations.iter().zip(&new.relations).enumerate() {
+        if a.name != b.name || a.types != b.types {
+            return Err(format!(
+                "the new program does not extend the current one: relation `{}` (#{i}) changed",
+                a.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The inline facts `new` adds to `old` (`true`) and drops from it (`false`).
+pub fn inline_fact_changes(old: &Program, new: &Program) -> Vec<(bool, RelId, Vec<Value>)> {
+    use std::collections::HashSet;
+    let before: HashSet<(RelId, &[Value])> = old.facts.iter().map(|(r, t)| (*r, &t[..])).collect();
+    let after: HashSet<(RelId, &[Value])> = new.facts.iter().map(|(r, t)| (*r, &t[..])).collect();
+    let mut changes = Vec::new();
+    for (r, t) in &old.facts {
+        if !after.contains(&(*r, &t[..])) {
+            changes.push((false, *r, t.clone()));
+        }
+    }
+    for (r, t) in &new.facts {
+        if !before.contains(&(*r, &t[..])) {
+            changes.push((true, *r, t.clone()));
+        }
+    }
+    changes
+}
+
+/// The changes from one materialization to another, each given as a function that
+/// calls its argument on every fact of a relation; `relations` bounds the ids.
+pub fn difference(
+    relations: usize,
+    before: impl Fn(RelId, &mut dyn FnMut(&[Value])),
+    after: impl Fn(RelId, &mut dyn FnMut(&[Value])),
+) -> Vec<Change> {
+    use std::collections::HashSet;
+    let mut changes = Vec::new();
+    for r in 0..relations as RelId {
+        let mut old: HashSet<Vec<Value>> = HashSet::new();
+        before(r, &mut |t| {
+            old.insert(t.to_vec());
+        });
+        let mut new: HashSet<Vec<Value>> = HashSet::new();
+        after(r, &mut |t| {
+            new.insert(t.to_vec());
+        });
+        changes.extend(old.difference(&new).map(|t| (r, t.clone(), -1)));
+        changes.extend(new.difference(&old).map(|t| (r, t.clone(), 1)));
+    }
+    changes
 }
 
 /// Names accepted by `--engine`.

@@ -52,7 +52,7 @@ mod eval;
 mod plan;
 mod store;
 
-use crate::{CommitStats, Engine, EngineError, StratumStats};
+use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use plan::{IndexSpecs, Op, RulePlan, compile_rule};
@@ -75,6 +75,11 @@ pub struct Seminaive {
     staged_values: Vec<Value>,
     /// The materialization as of the last commit, per relation.
     results: Vec<Rows>,
+    /// Whether commits record their changes in `changes`.
+    track: bool,
+    changes: Vec<Change>,
+    /// A rejected [`Engine::set_program`], reported by the next commit.
+    rejected: Option<String>,
 }
 
 /// A staged insertion or removal of `staged_values[start..start + len]`.
@@ -107,6 +112,37 @@ struct StratumRule {
 
 impl Seminaive {
     pub fn new(program: Program) -> Seminaive {
+        let (plans, strata, specs) = Seminaive::plan(&program);
+        let mut base: Vec<FlatSet> = program
+            .relations
+            .iter()
+            .map(|r| FlatSet::new(r.arity()))
+            .collect();
+        for (rel, tuple) in &program.facts {
+            if let Some(set) = base.get_mut(*rel as usize)
+                && set.arity() == tuple.len()
+            {
+                set.insert(tuple);
+            }
+        }
+        Seminaive {
+            program,
+            plans,
+            strata,
+            specs,
+            base,
+            staged: Vec::new(),
+            staged_values: Vec::new(),
+            results: Vec::new(),
+            track: false,
+            changes: Vec::new(),
+            rejected: None,
+        }
+    }
+
+    /// Compile the rules of `program`: one plan per rule, one per stratum, and the
+    /// indexes they read.
+    fn plan(program: &Program) -> (Vec<RulePlan>, Vec<StratumPlan>, IndexSpecs) {
         let n = program.relations.len();
         let mut specs = IndexSpecs::new(n);
         let plans: Vec<RulePlan> = program
@@ -157,28 +193,7 @@ impl Seminaive {
                 }
             })
             .collect();
-        let mut base: Vec<FlatSet> = program
-            .relations
-            .iter()
-            .map(|r| FlatSet::new(r.arity()))
-            .collect();
-        for (rel, tuple) in &program.facts {
-            if let Some(set) = base.get_mut(*rel as usize)
-                && set.arity() == tuple.len()
-            {
-                set.insert(tuple);
-            }
-        }
-        Seminaive {
-            program,
-            plans,
-            strata,
-            specs,
-            base,
-            staged: Vec::new(),
-            staged_values: Vec::new(),
-            results: Vec::new(),
-        }
+        (plans, strata, specs)
     }
 
     /// Stage a change; tuples of an unknown relation or of the wrong arity are ignored.
@@ -201,7 +216,13 @@ impl Seminaive {
     fn apply_staged(&mut self) {
         for s in self.staged.drain(..) {
             let tuple = &self.staged_values[s.start..s.start + s.len];
-            let set = &mut self.base[s.relation as usize];
+            // A relation dropped by a rule change since the change was staged.
+            let Some(set) = self.base.get_mut(s.relation as usize) else {
+                continue;
+            };
+            if set.arity() != tuple.len() {
+                continue;
+            }
             if s.insert {
                 set.insert(tuple);
             } else {
@@ -303,11 +324,54 @@ impl Engine for Seminaive {
         self.stage(false, relation, tuple);
     }
 
+    fn set_program(&mut self, program: Program) {
+        if let Err(reason) = crate::check_extends(&self.program, &program) {
+            self.rejected = Some(reason);
+            return;
+        }
+        let inline = crate::inline_fact_changes(&self.program, &program);
+        let (plans, strata, specs) = Seminaive::plan(&program);
+        self.base.truncate(program.relations.len());
+        while self.base.len() < program.relations.len() {
+            self.base
+                .push(FlatSet::new(program.relations[self.base.len()].arity()));
+        }
+        self.program = program;
+        self.plans = plans;
+        self.strata = strata;
+        self.specs = specs;
+        for (insert, rel, tuple) in inline {
+            self.stage(insert, rel, &tuple);
+        }
+    }
+
+    fn track_changes(&mut self, on: bool) {
+        self.track = on;
+        if !on {
+            self.changes = Vec::new();
+        }
+    }
+
+    fn last_changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.results
+            .get(relation as usize)
+            .is_some_and(|rows| rows.iter().any(|t| t == tuple))
+    }
+
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let started = Instant::now();
+        if let Some(reason) = self.rejected.take() {
+            return Err(EngineError(reason));
+        }
         self.apply_staged();
-        // Free the previous result before building the next one.
-        self.results = Vec::new();
+        // Free the previous result before building the next one (unless the changes
+        // are wanted: they are the difference of the two).
+        let previous = std::mem::take(&mut self.results);
+        let previous = if self.track { previous } else { Vec::new() };
         let mut committed: Vec<Committed> = self
             .base
             .iter()
@@ -341,6 +405,21 @@ impl Engine for Seminaive {
         }
         drop(growing);
         self.results = committed.into_iter().map(|c| c.rows).collect();
+        if self.track {
+            self.changes = crate::difference(
+                self.results.len().max(previous.len()),
+                |r, f| {
+                    if let Some(rows) = previous.get(r as usize) {
+                        rows.iter().for_each(f)
+                    }
+                },
+                |r, f| {
+                    if let Some(rows) = self.results.get(r as usize) {
+                        rows.iter().for_each(f)
+                    }
+                },
+            );
+        }
         stats.elapsed = started.elapsed();
         Ok(stats)
     }

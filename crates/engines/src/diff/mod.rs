@@ -137,7 +137,7 @@ mod dataflow;
 mod flatset;
 mod runtime;
 
-use crate::{CommitStats, Engine, EngineError, StratumStats};
+use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 use flatset::FlatSet;
@@ -252,50 +252,15 @@ impl Diff {
     /// A program that changes a relation it keeps (renamed, or other column types) is
     /// rejected: the next commit returns an error and the engine keeps its program.
     pub fn set_program(&mut self, program: Program) {
-        for (i, (a, b)) in self
-            .program
-            .relations
-            .iter()
-            .zip(&program.relations)
-            .enumerate()
-        {
-            if a.name != b.name || a.types != b.types {
-                self.rejected = Some(format!(
-                    "the new program does not extend the current one: relation `{}` (#{i}) \
-                     changed",
-                    a.name
-                ));
-                return;
-            }
+        if let Err(reason) = crate::check_extends(&self.program, &program) {
+            self.rejected = Some(reason);
+            return;
         }
         if program.relations.len() < self.program.relations.len() {
             let n = program.relations.len();
             self.truncate = Some(self.truncate.map_or(n, |t| t.min(n)));
         }
-        let old: FxHashMap<(RelId, &[Value]), ()> = self
-            .program
-            .facts
-            .iter()
-            .map(|(r, t)| ((*r, &t[..]), ()))
-            .collect();
-        let new: FxHashMap<(RelId, &[Value]), ()> = program
-            .facts
-            .iter()
-            .map(|(r, t)| ((*r, &t[..]), ()))
-            .collect();
-        let mut changes: Vec<(bool, RelId, Vec<Value>)> = Vec::new();
-        for (r, t) in &self.program.facts {
-            if !new.contains_key(&(*r, &t[..])) {
-                changes.push((false, *r, t.clone()));
-            }
-        }
-        for (r, t) in &program.facts {
-            if !old.contains_key(&(*r, &t[..])) {
-                changes.push((true, *r, t.clone()));
-            }
-        }
-        drop(old);
-        drop(new);
+        let changes = crate::inline_fact_changes(&self.program, &program);
         self.program = program;
         while self.base.len() < self.program.relations.len() {
             let arity = self.program.relations[self.base.len()].arity();
@@ -587,6 +552,18 @@ impl Engine for Diff {
 
     fn remove(&mut self, relation: RelId, tuple: &[Value]) {
         self.stage(false, relation, tuple);
+    }
+
+    fn set_program(&mut self, program: Program) {
+        Diff::set_program(self, program)
+    }
+
+    fn last_changes(&self) -> &[Change] {
+        &self.last_changes
+    }
+
+    fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
+        Diff::contains(self, relation, tuple)
     }
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
