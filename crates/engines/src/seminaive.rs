@@ -148,7 +148,7 @@ impl Seminaive {
         let plans: Vec<RulePlan> = program
             .rules
             .iter()
-            .map(|rule| compile_rule(&program, rule, &mut specs))
+            .map(|rule| compile_rule(program, rule, &mut specs))
             .collect();
         let strata = program
             .strata
