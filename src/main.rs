@@ -1,9 +1,11 @@
 //! `dynalog`: the command-line front ends.
 //!
 //! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
+//! * `dynalog session`: a live materialization driven by commands on stdin ([`session`]).
 
 mod progress;
 mod run;
+mod session;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -25,12 +27,15 @@ struct Cli {
 enum Command {
     /// Evaluate a program on a folder of facts and write its outputs (Soufflé's layout).
     Run(run::RunArgs),
+    /// Keep a program materialized and apply transactions of facts and rules read from stdin.
+    Session(session::SessionArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Session(args) => session::session(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

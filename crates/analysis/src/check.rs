@@ -58,6 +58,95 @@ pub fn analyse_with(
     })
 }
 
+/// One argument of a query pattern (see [`lower_pattern`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternArg {
+    /// The column must hold this value.
+    Const(Value),
+    /// A named variable, numbered by first occurrence: columns with the same number
+    /// must hold the same value.
+    Var(usize),
+    /// `_`: anything.
+    Any,
+}
+
+/// Check a fact written in Datalog (`edge(1, "a").`, a rule without a body) against the
+/// relations of `program`, interning its symbols into `symbols`.
+pub fn lower_fact(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    rule: &ast::Rule,
+) -> Result<(RelId, Vec<Value>), Diagnostic> {
+    if let Some(first) = rule.body.first() {
+        return Err(err(
+            file,
+            first.span(),
+            "expected a fact, found a rule body",
+        ));
+    }
+    with_checker(file, program, symbols, |cx| cx.fact(rule))
+}
+
+/// Check a query pattern (`path(1, x)`, `edge(_, "a")`) against the relations of
+/// `program`: constants are encoded at their column's type (symbols interned into
+/// `symbols`), variables numbered by first occurrence.
+pub fn lower_pattern(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    atom: &ast::Atom,
+) -> Result<(RelId, Vec<PatternArg>), Diagnostic> {
+    with_checker(file, program, symbols, |cx| {
+        let id = cx.lookup(&atom.relation)?;
+        cx.check_arity(atom, id)?;
+        let types = cx.relations[id as usize].types.clone();
+        let mut vars: Vec<&str> = Vec::new();
+        let mut args = Vec::with_capacity(types.len());
+        for (i, (arg, ty)) in atom.args.iter().zip(types).enumerate() {
+            args.push(match arg {
+                ast::Expr::Wildcard(_) => PatternArg::Any,
+                ast::Expr::Var(v) => match vars.iter().position(|&n| n == v.name) {
+                    Some(k) => PatternArg::Var(k),
+                    None => {
+                        vars.push(&v.name);
+                        PatternArg::Var(vars.len() - 1)
+                    }
+                },
+                _ => {
+                    let what = format!("column {} of `{}`", i + 1, atom.relation.name);
+                    PatternArg::Const(cx.const_expr(arg, ty, &what)?)
+                }
+            });
+        }
+        Ok((id, args))
+    })
+}
+
+/// Run `f` with a checker that knows the relations of `program` and uses `symbols`.
+fn with_checker<T>(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    f: impl FnOnce(&mut Checker<'_>) -> Result<T, Diagnostic>,
+) -> Result<T, Diagnostic> {
+    let mut cx = Checker {
+        file,
+        symbols: std::mem::take(symbols),
+        types: FxHashMap::default(),
+        relations: program.relations.clone(),
+        by_name: program
+            .relations
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.clone(), i as RelId))
+            .collect(),
+    };
+    let result = f(&mut cx);
+    *symbols = cx.symbols;
+    result
+}
+
 struct Checker<'a> {
     file: &'a SourceFile,
     symbols: SymbolTable,

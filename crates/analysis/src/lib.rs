@@ -14,7 +14,7 @@ pub mod ir;
 pub mod strata;
 pub mod value;
 
-pub use check::{Options, analyse, analyse_with};
+pub use check::{Options, PatternArg, analyse, analyse_with, lower_fact, lower_pattern};
 pub use dynalog_syntax::{ArithOp, CmpOp};
 pub use ir::*;
 pub use value::{SymbolTable, Type, Value};

@@ -501,3 +501,29 @@ mod tests {
         );
     }
 }
+
+/// Read a file of facts of `rel` in the format of its first `.input` directive
+/// (delimiter, header line), or tab-separated without one; symbols are interned into
+/// `symbols`. Used to load and unload files in a live session. A file that cannot be
+/// opened is reported at line 0 (no position).
+pub fn read_relation_file(
+    path: &Path,
+    rel: &Relation,
+    symbols: &mut SymbolTable,
+) -> Result<Tuples, Diagnostic> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .map_err(|e| Diagnostic::line(&name, 0, 0, format!("cannot read `{name}`: {e}")))?;
+    let (delimiter, headers) = match rel.inputs.first() {
+        Some(spec) => (delimiter_of(spec), spec.get("headers") == Some("true")),
+        None => ('\t', false),
+    };
+    read_facts(
+        BufReader::new(file),
+        &name,
+        rel,
+        delimiter,
+        headers,
+        symbols,
+    )
+}

@@ -193,3 +193,86 @@ impl Expr {
         }
     }
 }
+
+impl Rule {
+    /// The rule in a canonical text form, for recognising the same rule written
+    /// differently: whitespace, comments, the surface syntax (`:-` or `<- [...]`) and
+    /// the names of variables do not matter (variables are renumbered by their first
+    /// occurrence, head first). Two rules with the same canonical form are the same rule.
+    pub fn canonical(&self) -> String {
+        let mut vars: Vec<&str> = Vec::new();
+        let mut out = String::new();
+        canonical_atom(&self.head, &mut vars, &mut out);
+        for (i, lit) in self.body.iter().enumerate() {
+            out.push_str(if i == 0 { " :- " } else { ", " });
+            match lit {
+                Literal::Positive(a) => canonical_atom(a, &mut vars, &mut out),
+                Literal::Negative(a, _) => {
+                    out.push('!');
+                    canonical_atom(a, &mut vars, &mut out);
+                }
+                Literal::Compare { op, lhs, rhs, .. } => {
+                    canonical_expr(lhs, &mut vars, &mut out);
+                    out.push(' ');
+                    out.push_str(op.as_str());
+                    out.push(' ');
+                    canonical_expr(rhs, &mut vars, &mut out);
+                }
+            }
+        }
+        out.push('.');
+        out
+    }
+}
+
+fn canonical_atom<'a>(atom: &'a Atom, vars: &mut Vec<&'a str>, out: &mut String) {
+    out.push_str(&atom.relation.name);
+    out.push('(');
+    for (i, arg) in atom.args.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        canonical_expr(arg, vars, out);
+    }
+    out.push(')');
+}
+
+fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
+    use std::fmt::Write;
+    match e {
+        Expr::Var(v) => {
+            let i = match vars.iter().position(|&n| n == v.name) {
+                Some(i) => i,
+                None => {
+                    vars.push(&v.name);
+                    vars.len() - 1
+                }
+            };
+            let _ = write!(out, "v{i}");
+        }
+        Expr::Wildcard(_) => out.push('_'),
+        Expr::Str(s, _) => {
+            let _ = write!(out, "{s:?}");
+        }
+        Expr::Num(Number::Int(n), _) => {
+            let _ = write!(out, "{n}");
+        }
+        Expr::Num(Number::Float(x), _) => {
+            let _ = write!(out, "{x:?}");
+        }
+        Expr::Neg(inner, _) => {
+            out.push_str("-(");
+            canonical_expr(inner, vars, out);
+            out.push(')');
+        }
+        Expr::Binary { op, lhs, rhs, .. } => {
+            out.push('(');
+            canonical_expr(lhs, vars, out);
+            out.push(' ');
+            out.push_str(op.as_str());
+            out.push(' ');
+            canonical_expr(rhs, vars, out);
+            out.push(')');
+        }
+    }
+}

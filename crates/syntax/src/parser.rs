@@ -1912,4 +1912,30 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             }
         }
     }
+
+    fn canonical(text: &str) -> String {
+        match &parse_ok(text).items[..] {
+            [Item::Rule(r)] => r.canonical(),
+            other => panic!("expected one rule, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn canonical_rules_ignore_layout_variable_names_and_syntax() {
+        let a = canonical("path(x, z) :- path(x, y), edge(y, z).");
+        assert_eq!(a, "path(v0, v1) :- path(v0, v2), edge(v2, v1).");
+        assert_eq!(
+            a,
+            canonical("path( a ,c ):-\n  path(a,b) ,edge(b, c) . // c")
+        );
+        assert_eq!(a, canonical("path(?x, ?z) <- [path(?x, ?y), edge(?y, ?z)]"));
+        // Different rules differ: order of body atoms, a repeated variable, a constant.
+        assert_ne!(a, canonical("path(x, z) :- edge(y, z), path(x, y)."));
+        assert_ne!(a, canonical("path(x, z) :- path(x, y), edge(y, y)."));
+        assert_ne!(a, canonical("path(x, z) :- path(x, y), edge(y, \"z\")."));
+        assert_eq!(
+            canonical("r(x + 1) :- s(x), !t(x, _), x < 2 * x."),
+            "r((v0 + 1)) :- s(v0), !t(v0, _), v0 < (2 * v0)."
+        );
+    }
 }

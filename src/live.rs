@@ -1,0 +1,665 @@
+//! A live materialization: a program whose facts *and rules* change in transactions.
+//!
+//! [`Materialization`] is the library face of dynalog for programs that stay loaded:
+//! it owns the program text, the symbol table and an engine, and turns text into
+//! integer changes at the edge. Changes are staged — facts with
+//! [`Materialization::insert_fact`] / [`Materialization::remove_fact`] (or
+//! [`Materialization::insert`] / [`Materialization::remove`] with interned values), rules
+//! with [`Materialization::add_rules`] / [`Materialization::remove_rules`] — and applied
+//! together by [`Materialization::commit`], which returns every change of the
+//! materialization. A transaction is all or nothing: if the new rule set does not
+//! check (an unsafe rule, negation through recursion, an unknown relation), the commit
+//! is refused with the reason and nothing staged is applied; [`Materialization::abort`]
+//! discards a transaction explicitly.
+//!
+//! ```
+//! use dynalog::live::Materialization;
+//!
+//! let program = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
+//!                .output path\npath(x, y) :- edge(x, y).\n";
+//! let mut m = Materialization::new("tc.dl", program, "diff", 2).unwrap();
+//! m.insert_fact("edge(1, 2).").unwrap();
+//! m.insert_fact("edge(2, 3).").unwrap();
+//! m.commit().unwrap();
+//! assert_eq!(m.len("path"), Some(2));
+//!
+//! // A rule is data: add it, and the closure appears as a difference.
+//! m.add_rules("path(x, z) :- path(x, y), edge(y, z).").unwrap();
+//! let commit = m.commit().unwrap();
+//! assert_eq!(m.render_changes(&commit.changes), vec!["+ path(1, 3)."]);
+//!
+//! // Queries answer from the current materialization.
+//! let rows = m.query("path(1, x)").unwrap();
+//! assert_eq!(rows.len(), 2);
+//! assert!(m.contains_fact("path(1, 3).").unwrap());
+//!
+//! // Removing the rule again (matched whatever the variable names) retracts what only it derived.
+//! m.remove_rules("path(a, c) :- path(a, b), edge(b, c).").unwrap();
+//! let commit = m.commit().unwrap();
+//! assert_eq!(m.render_changes(&commit.changes), vec!["- path(1, 3)."]);
+//!
+//! // An unsafe rule is refused at commit, and nothing of its transaction is applied.
+//! m.insert_fact("edge(3, 4).").unwrap();
+//! m.add_rules("path(x, y) :- edge(x, x).").unwrap();
+//! assert!(m.commit().is_err());
+//! assert!(!m.contains_fact("edge(3, 4).").unwrap());
+//! ```
+
+use dynalog_analysis::{PatternArg, Program, RelId, SymbolTable, Type, Value};
+use dynalog_engines::{Change, Engine};
+use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Why a staged change or a commit was refused.
+#[derive(Clone, Debug)]
+pub struct Error {
+    /// What is wrong.
+    pub message: String,
+    /// Where, in the text handed to the call (1-based line and column), when known.
+    pub position: Option<(usize, usize)>,
+}
+
+impl Error {
+    fn msg(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            position: None,
+        }
+    }
+
+    fn at(d: &Diagnostic) -> Error {
+        Error {
+            message: d.message.clone(),
+            position: Some((d.line, d.col)),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((line, col)) => write!(f, "{line}:{col}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// What one commit did.
+#[derive(Clone, Debug)]
+pub struct Commit {
+    /// Commits are numbered from 0 (the first, which usually loads the inputs).
+    pub number: u64,
+    /// Every change of every relation, sorted (relation name, then values in the order
+    /// a user reads them, deletions before insertions of the same fact).
+    pub changes: Vec<Change>,
+    pub elapsed: Duration,
+}
+
+impl Commit {
+    /// Counts of insertions and deletions among `changes`.
+    pub fn counts(changes: &[Change]) -> (usize, usize) {
+        let ins = changes.iter().filter(|c| c.2 > 0).count();
+        (ins, changes.len() - ins)
+    }
+}
+
+/// A staged fact change: insert?, relation, values.
+type StagedFact = (bool, RelId, Vec<Value>);
+
+/// A live materialization. See the module documentation.
+pub struct Materialization {
+    /// Name of the program (its file), used in diagnostics.
+    name: String,
+    /// The text of the committed program: the original file, rules removed since
+    /// blanked out (offsets and lines kept), rules added since appended.
+    text: String,
+    /// The program text of the transaction being staged, if it changes rules.
+    pending_text: Option<String>,
+    symbols: SymbolTable,
+    engine: Box<dyn Engine>,
+    staged: Vec<StagedFact>,
+    commits: u64,
+}
+
+impl Materialization {
+    /// Parse and check `text` and start `engine` (a name of
+    /// [`dynalog_engines::ENGINE_NAMES`]) with `workers` workers. The program's inline
+    /// facts are staged: the first commit materializes them.
+    pub fn new(
+        name: &str,
+        text: &str,
+        engine: &str,
+        workers: usize,
+    ) -> Result<Materialization, Error> {
+        let file = SourceFile::new(name, text.to_string());
+        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::msg(d.to_string()))?;
+        let program =
+            dynalog_analysis::analyse(&file, &ast).map_err(|d| Error::msg(d.to_string()))?;
+        let symbols = program.symbols.clone();
+        let mut engine = dynalog_engines::create(engine, program, workers.max(1))
+            .map_err(|e| Error::msg(format!("error: {e}")))?;
+        engine.track_changes(true);
+        Ok(Materialization {
+            name: name.to_string(),
+            text: text.to_string(),
+            pending_text: None,
+            symbols,
+            engine,
+            staged: Vec::new(),
+            commits: 0,
+        })
+    }
+
+    /// Read the program's `.input` files from `fact_dir` and stage their facts for
+    /// insertion. Nothing is staged if a file is missing or has a bad line (the error
+    /// names the file, line and column). Returns the number of facts read.
+    pub fn stage_inputs(&mut self, fact_dir: &Path) -> Result<usize, Error> {
+        let file = SourceFile::new(self.name.clone(), self.text.clone());
+        let mut program = self.program().clone();
+        program.symbols = std::mem::take(&mut self.symbols);
+        let loaded = dynalog_io::read_inputs(&mut program, &file, fact_dir);
+        self.symbols = std::mem::take(&mut program.symbols);
+        let loaded = loaded.map_err(|d| Error::msg(d.to_string()))?;
+        let mut n = 0;
+        for l in &loaded {
+            for t in l.tuples.iter() {
+                self.staged.push((true, l.relation, t.to_vec()));
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Stage the insertion (`insert`) or deletion of every fact of a file, in the
+    /// format of the relation's `.input` directive (tab-separated by default). Nothing
+    /// is staged if the file has a bad line. Returns the number of facts read.
+    pub fn stage_file(
+        &mut self,
+        relation: &str,
+        path: &Path,
+        insert: bool,
+    ) -> Result<usize, Error> {
+        let rel = self.relation_id(relation)?;
+        let relation = self.program().relation(rel).clone();
+        let tuples = dynalog_io::read_relation_file(path, &relation, &mut self.symbols).map_err(
+            |d| match d.line {
+                0 => Error::msg(d.message),
+                _ => Error::msg(format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message)),
+            },
+        )?;
+        for t in tuples.iter() {
+            self.staged.push((insert, rel, t.to_vec()));
+        }
+        Ok(tuples.len())
+    }
+
+    /// The program as of the last commit.
+    pub fn program(&self) -> &Program {
+        self.engine.program()
+    }
+
+    /// The symbol table (a superset of the program's: facts staged since may add symbols).
+    pub fn symbols(&self) -> &SymbolTable {
+        &self.symbols
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Number of commits made so far.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
+    fn relation_id(&self, name: &str) -> Result<RelId, Error> {
+        self.program()
+            .relation_id(name)
+            .ok_or_else(|| Error::msg(format!("unknown relation `{name}`")))
+    }
+
+    /// Stage the insertion of a fact given with interned values.
+    pub fn insert(&mut self, relation: RelId, tuple: &[Value]) {
+        self.staged.push((true, relation, tuple.to_vec()));
+    }
+
+    /// Stage the deletion of a base fact given with interned values.
+    pub fn remove(&mut self, relation: RelId, tuple: &[Value]) {
+        self.staged.push((false, relation, tuple.to_vec()));
+    }
+
+    /// Parse one fact written in Datalog (`edge(1, "a").`; the final `.` may be left
+    /// out), checking it against the relation's declaration.
+    pub fn parse_fact(&mut self, text: &str) -> Result<(RelId, Vec<Value>), Error> {
+        let text = with_period(text);
+        let file = SourceFile::new("<fact>", text);
+        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::at(&d))?;
+        let rule = match &ast.items[..] {
+            [Item::Rule(rule)] => rule,
+            _ => return Err(Error::msg("expected one fact, such as `edge(1, 2).`")),
+        };
+        let program = self.engine.program();
+        dynalog_analysis::lower_fact(&file, program, &mut self.symbols, rule)
+            .map_err(|d| Error::at(&d))
+    }
+
+    /// Stage the insertion of a fact written in Datalog.
+    pub fn insert_fact(&mut self, text: &str) -> Result<(), Error> {
+        let (rel, tuple) = self.parse_fact(text)?;
+        self.staged.push((true, rel, tuple));
+        Ok(())
+    }
+
+    /// Stage the deletion of a fact written in Datalog (a no-op at commit if it is not
+    /// a base fact then).
+    pub fn remove_fact(&mut self, text: &str) -> Result<(), Error> {
+        let (rel, tuple) = self.parse_fact(text)?;
+        self.staged.push((false, rel, tuple));
+        Ok(())
+    }
+
+    /// Stage rules (and declarations or inline facts) written in the program's
+    /// language, appended to the program. Syntax errors are reported now, positioned in
+    /// `text`; whether the resulting program checks is decided at commit. Returns the
+    /// number of items staged.
+    pub fn add_rules(&mut self, text: &str) -> Result<usize, Error> {
+        let text = with_period(text);
+        let file = SourceFile::new("<rules>", text.clone());
+        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::at(&d))?;
+        if ast.items.is_empty() {
+            return Err(Error::msg("no rule given"));
+        }
+        let pending = self.pending_text.get_or_insert_with(|| self.text.clone());
+        if !pending.ends_with('\n') {
+            pending.push('\n');
+        }
+        pending.push_str(&text);
+        pending.push('\n');
+        Ok(ast.items.len())
+    }
+
+    /// Stage the removal of rules: each rule of `text` must match a rule of the
+    /// program (including rules staged in this transaction) after normalising
+    /// whitespace, syntax and variable names. Nothing is staged if one does not match.
+    /// Returns the number of rules removed.
+    pub fn remove_rules(&mut self, text: &str) -> Result<usize, Error> {
+        let text = with_period(text);
+        let file = SourceFile::new("<rules>", text);
+        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::at(&d))?;
+        let mut wanted = Vec::new();
+        for item in &ast.items {
+            match item {
+                Item::Rule(r) if !r.body.is_empty() => wanted.push((r.canonical(), r.span)),
+                other => {
+                    let span = item_span(other);
+                    let d = Diagnostic::at(&file, span, "only rules can be removed this way");
+                    return Err(Error::at(&d));
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return Err(Error::msg("no rule given"));
+        }
+        let current = self
+            .pending_text
+            .clone()
+            .unwrap_or_else(|| self.text.clone());
+        let program_file = SourceFile::new(self.name.clone(), current.clone());
+        let program_ast = dynalog_syntax::parse(&program_file)
+            .map_err(|d| Error::msg(format!("the program no longer parses: {d}")))?;
+        let rules: Vec<(String, Span)> = program_ast
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Rule(r) if !r.body.is_empty() => Some((r.canonical(), r.span)),
+                _ => None,
+            })
+            .collect();
+        let mut spans: Vec<Span> = Vec::new();
+        for (canonical, span) in &wanted {
+            match rules
+                .iter()
+                .find(|(c, s)| c == canonical && !spans.contains(s))
+            {
+                Some((_, s)) => spans.push(*s),
+                None => {
+                    let d = Diagnostic::at(&file, *span, "no such rule in the program");
+                    return Err(Error::at(&d));
+                }
+            }
+        }
+        let mut bytes = current.into_bytes();
+        for s in &spans {
+            for b in &mut bytes[s.start as usize..s.end as usize] {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
+            }
+        }
+        // Only ASCII bytes of a rule were replaced by spaces, except inside multi-byte
+        // characters, which a span boundary never splits; turn lossy just in case.
+        self.pending_text = Some(String::from_utf8_lossy(&bytes).into_owned());
+        Ok(spans.len())
+    }
+
+    /// Whether a transaction is being staged.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty() || self.pending_text.is_some()
+    }
+
+    /// Discard everything staged since the last commit.
+    pub fn abort(&mut self) {
+        self.staged.clear();
+        self.pending_text = None;
+    }
+
+    /// Apply everything staged as one transaction. If the staged rule changes make a
+    /// program that does not check, the commit is refused with the reason and the
+    /// whole transaction is discarded.
+    pub fn commit(&mut self) -> Result<Commit, Error> {
+        let started = Instant::now();
+        if let Some(text) = self.pending_text.take() {
+            let next = match self.check_program(&text) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.staged.clear();
+                    return Err(e);
+                }
+            };
+            self.symbols = next.symbols.clone();
+            self.engine.set_program(next);
+            self.text = text;
+        }
+        for (insert, rel, tuple) in self.staged.drain(..) {
+            if insert {
+                self.engine.insert(rel, &tuple);
+            } else {
+                self.engine.remove(rel, &tuple);
+            }
+        }
+        self.engine
+            .commit()
+            .map_err(|e| Error::msg(format!("the engine failed: {e}")))?;
+        let mut changes = self.engine.last_changes().to_vec();
+        self.sort_changes(&mut changes);
+        let number = self.commits;
+        self.commits += 1;
+        Ok(Commit {
+            number,
+            changes,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Parse and check a new program text against the current program.
+    fn check_program(&self, text: &str) -> Result<Program, Error> {
+        let file = SourceFile::new(self.name.clone(), text.to_string());
+        let located = |d: Diagnostic| {
+            let what = d
+                .snippet
+                .as_ref()
+                .map(|(line, _, _)| format!(" (in `{}`)", line.trim()))
+                .unwrap_or_default();
+            Error::msg(format!("{}{what}", d.message))
+        };
+        let ast = dynalog_syntax::parse(&file).map_err(located)?;
+        let next =
+            dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &Default::default())
+                .map_err(located)?;
+        dynalog_engines::check_extends(self.program(), &next).map_err(Error::msg)?;
+        Ok(next)
+    }
+
+    /// The current rules, as written.
+    pub fn rules(&self) -> Vec<String> {
+        self.program()
+            .rules
+            .iter()
+            .map(|r| r.text.clone())
+            .collect()
+    }
+
+    /// Number of facts of a relation, `None` for an unknown relation.
+    pub fn len(&self, relation: &str) -> Option<usize> {
+        self.program()
+            .relation_id(relation)
+            .map(|r| self.engine.len(r))
+    }
+
+    /// Whether the materialization holds a fact written in Datalog.
+    pub fn contains_fact(&mut self, text: &str) -> Result<bool, Error> {
+        let (rel, tuple) = self.parse_fact(text)?;
+        Ok(self.engine.contains(rel, &tuple))
+    }
+
+    /// The facts of the current materialization that match a pattern such as
+    /// `path(1, x)` or `edge(_, "a")` (a repeated variable asks for equal columns),
+    /// sorted, with their relation.
+    pub fn query(&mut self, pattern: &str) -> Result<Vec<(RelId, Vec<Value>)>, Error> {
+        let text = with_period(pattern);
+        let file = SourceFile::new("<query>", text);
+        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::at(&d))?;
+        let atom = match &ast.items[..] {
+            [Item::Rule(rule)] if rule.body.is_empty() => &rule.head,
+            _ => return Err(Error::msg("expected one pattern, such as `path(1, x)`")),
+        };
+        let (rel, args) =
+            dynalog_analysis::lower_pattern(&file, self.engine.program(), &mut self.symbols, atom)
+                .map_err(|d| Error::at(&d))?;
+        let mut rows = Vec::new();
+        let mut bound: Vec<Option<Value>> = Vec::new();
+        self.engine.for_each_fact(rel, &mut |t| {
+            bound.clear();
+            for (v, a) in t.iter().zip(&args) {
+                match *a {
+                    PatternArg::Const(c) if c != *v => return,
+                    PatternArg::Var(k) => {
+                        if bound.len() <= k {
+                            bound.resize(k + 1, None);
+                        }
+                        match bound[k] {
+                            Some(b) if b != *v => return,
+                            _ => bound[k] = Some(*v),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            rows.push((rel, t.to_vec()));
+        });
+        self.sort_rows(&mut rows);
+        Ok(rows)
+    }
+
+    /// Every fact of a relation, sorted.
+    pub fn dump(&self, relation: &str) -> Result<Vec<(RelId, Vec<Value>)>, Error> {
+        let rel = self.relation_id(relation)?;
+        let mut rows = Vec::new();
+        self.engine
+            .for_each_fact(rel, &mut |t| rows.push((rel, t.to_vec())));
+        self.sort_rows(&mut rows);
+        Ok(rows)
+    }
+
+    /// Render a fact as Datalog: `path(1, "a").` (symbols quoted, numbers bare).
+    pub fn render(&self, relation: RelId, tuple: &[Value]) -> String {
+        let r = self.program().relation(relation);
+        let args: Vec<String> = tuple
+            .iter()
+            .zip(&r.types)
+            .map(|(&v, &t)| match t {
+                Type::Symbol => quote(self.symbols.resolve(v)),
+                _ => t.render(v, &self.symbols),
+            })
+            .collect();
+        format!("{}({}).", r.name, args.join(", "))
+    }
+
+    /// Render changes as `+ fact.` / `- fact.` lines.
+    pub fn render_changes(&self, changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .map(|(r, t, d)| format!("{} {}", if *d > 0 { '+' } else { '-' }, self.render(*r, t)))
+            .collect()
+    }
+
+    fn compare_rows(&self, (ra, a): (RelId, &[Value]), (rb, b): (RelId, &[Value])) -> Ordering {
+        let p = self.program();
+        let name = |r: RelId| p.relations.get(r as usize).map_or("", |x| x.name.as_str());
+        name(ra).cmp(name(rb)).then_with(|| {
+            let types = p
+                .relations
+                .get(ra as usize)
+                .map(|x| &x.types[..])
+                .unwrap_or(&[]);
+            for ((x, y), t) in a.iter().zip(b).zip(types) {
+                let o = t.compare(*x, *y, &self.symbols);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        })
+    }
+
+    fn sort_rows(&self, rows: &mut [(RelId, Vec<Value>)]) {
+        rows.sort_by(|a, b| self.compare_rows((a.0, &a.1), (b.0, &b.1)));
+    }
+
+    fn sort_changes(&self, changes: &mut [Change]) {
+        changes.sort_by(|a, b| {
+            self.compare_rows((a.0, &a.1), (b.0, &b.1))
+                .then(a.2.cmp(&b.2))
+        });
+    }
+}
+
+/// `text` ending with a period (a fact or rule typed without one).
+fn with_period(text: &str) -> String {
+    let t = text.trim_end();
+    if t.ends_with('.') || t.ends_with(']') || t.is_empty() {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
+}
+
+fn item_span(item: &Item) -> Span {
+    match item {
+        Item::Type(t) => t.span,
+        Item::Decl(d) => d.span,
+        Item::Directive(d) => d.span,
+        Item::Rule(r) => r.span,
+    }
+}
+
+/// A symbol as a Datalog string literal.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
+                      .output path\npath(x, y) :- edge(x, y).\n\
+                      path(x, z) :- path(x, y), edge(y, z).\n";
+
+    fn tc(engine: &str) -> Materialization {
+        let mut m = Materialization::new("tc.dl", TC, engine, 1).expect("checks");
+        for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 1)"] {
+            m.insert_fact(f).expect("a fact");
+        }
+        m.commit().expect("commits");
+        m
+    }
+
+    #[test]
+    fn syntax_errors_are_positioned_in_the_given_text() {
+        let mut m = tc("seminaive");
+        let e = m
+            .add_rules("path(x, y) :- edge(x y).")
+            .expect_err("bad syntax");
+        assert_eq!(e.position, Some((1, 22)), "{e}");
+        let e = m.insert_fact("edge(1, \"a\")").expect_err("bad type");
+        assert_eq!(e.position, Some((1, 9)), "{e}");
+        assert!(!m.has_staged(), "a refused line stages nothing");
+    }
+
+    #[test]
+    fn removing_a_rule_that_is_not_there_stages_nothing() {
+        let mut m = tc("seminaive");
+        let e = m
+            .remove_rules("path(x, y) :- edge(x, y). path(x, y) :- edge(y, x).")
+            .expect_err("second rule is not in the program");
+        assert_eq!(e.message, "no such rule in the program");
+        assert!(!m.has_staged());
+        // The same rule twice needs two copies of it.
+        assert!(
+            m.remove_rules("path(a, b) :- edge(a, b). path(c, d) :- edge(c, d).")
+                .is_err()
+        );
+        assert_eq!(m.remove_rules("path(a, b) :- edge(a, b).").ok(), Some(1));
+    }
+
+    #[test]
+    fn a_refused_commit_keeps_the_previous_program_and_facts() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = tc(engine);
+            let before = m.rules();
+            m.remove_rules("path(x, y) :- edge(x, y).")
+                .expect("matches");
+            m.add_rules("path(x, y) :- edge(x, x).").expect("parses");
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            let e = m.commit().expect_err("unsafe rule");
+            assert!(e.message.contains("not grounded"), "{e}");
+            assert_eq!(m.rules(), before);
+            assert_eq!(m.len("path"), Some(9));
+            assert!(!m.contains_fact("edge(3, 4)").expect("a fact"));
+            assert!(!m.has_staged());
+            // The next transaction works as if nothing happened.
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            let c = m.commit().expect("commits");
+            assert_eq!(c.number, 1, "refused commits are not numbered");
+            assert_eq!(m.len("path"), Some(12), "{engine}");
+        }
+    }
+
+    #[test]
+    fn queries_match_constants_repeated_variables_and_wildcards() {
+        let mut m = tc("diff");
+        assert_eq!(m.query("path(x, x)").expect("pattern").len(), 3);
+        assert_eq!(m.query("path(1, _)").expect("pattern").len(), 3);
+        assert_eq!(m.query("path(1, 9)").expect("pattern").len(), 0);
+        let rows = m.query("path(2, y).").expect("pattern");
+        let shown: Vec<String> = rows.iter().map(|(r, t)| m.render(*r, t)).collect();
+        assert_eq!(shown, ["path(2, 1).", "path(2, 2).", "path(2, 3)."]);
+        assert!(m.query("nosuch(x)").is_err());
+        assert!(m.query("path(x, y) :- edge(x, y)").is_err());
+    }
+
+    #[test]
+    fn symbols_are_quoted_when_rendered() {
+        assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+    }
+}

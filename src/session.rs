@@ -1,0 +1,319 @@
+//! `dynalog session PROGRAM.dl [-F FACT_DIR] [-w N] [--engine NAME] [--quiet] [--changes FILE]`
+//!
+//! Loads the program and its `.input` facts, commits them as transaction 0, then reads
+//! commands from standard input, one per line (see [`HELP`]). Facts and rules are
+//! staged and applied together by `commit`, which prints every change of the
+//! `.output` relations (of every relation when the program declares none) as
+//! `+ fact.` / `- fact.`, sorted, then `commit N: +A -B in T ms`.
+//!
+//! A malformed line prints `error: line N: reason` and leaves the staged transaction
+//! as it was; a commit whose rule changes do not check is refused with the reason, and
+//! its whole transaction is discarded. The session goes on in both cases; the exit
+//! status is non-zero if any error happened, so scripts notice.
+
+use clap::Args;
+use dynalog::live::{Commit, Materialization};
+use dynalog_engines::Change;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct SessionArgs {
+    /// The Datalog program (Soufflé syntax, or the study's `head <- [body]` syntax).
+    pub program: PathBuf,
+    /// Folder of input facts: `.input r` reads `FACT_DIR/r.facts`.
+    #[arg(short = 'F', long = "fact-dir", default_value = ".")]
+    pub fact_dir: PathBuf,
+    /// Worker threads.
+    #[arg(short = 'w', long = "workers", default_value_t = 1)]
+    pub workers: usize,
+    /// Evaluation engine.
+    #[arg(long, default_value = "diff", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
+    pub engine: String,
+    /// Print only the summary line of each commit, not its changes.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Write the changes of each commit to this file instead of standard output.
+    #[arg(long)]
+    pub changes: Option<PathBuf>,
+}
+
+/// The commands, as `help` prints them.
+pub const HELP: &str = "\
++ FACT.              stage an insertion, e.g. `+ edge(1, 2).`
+- FACT.              stage a deletion
++ RULE.              stage adding a rule, e.g. `+ path(x, z) :- path(x, y), edge(y, z).`
+- RULE.              stage removing a rule (matched ignoring layout and variable names)
+load REL FILE        stage inserting every fact of FILE (in REL's .input format)
+unload REL FILE      stage deleting every fact of FILE
+commit               apply what is staged; print the changes and a summary
+abort                discard what is staged
+? PATTERN.           facts matching a pattern, e.g. `? path(1, x).`
+size REL             number of facts of REL
+dump REL             every fact of REL
+rules                the current rules
+help                 this list
+quit                 stop (so does the end of the input)";
+
+pub fn session(args: SessionArgs) -> Result<(), String> {
+    if args.workers == 0 {
+        return Err("error: --workers must be at least 1".into());
+    }
+    let text = std::fs::read_to_string(&args.program)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
+    let name = args.program.display().to_string();
+    let mut m = Materialization::new(&name, &text, &args.engine, args.workers)
+        .map_err(|e| e.to_string())?;
+    m.stage_inputs(&args.fact_dir).map_err(|e| e.to_string())?;
+    let mut changes_out: Box<dyn Write> = match &args.changes {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?,
+        )),
+        None => Box::new(std::io::stdout()),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let io_err = |e: std::io::Error| format!("error: cannot write the output: {e}");
+
+    // Transaction 0: the inputs. Only its summary is printed (it may be large).
+    let first = m.commit().map_err(|e| format!("error: {e}"))?;
+    let shown = shown_changes(&m, &first.changes);
+    writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
+
+    let stdin = std::io::stdin();
+    let mut errors = 0usize;
+    for (i, line) in stdin.lock().lines().enumerate() {
+        let lineno = i + 1;
+        let line = line.map_err(|e| format!("error: cannot read standard input: {e}"))?;
+        match command(&mut m, &line, &args, &mut *changes_out, &mut out) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Quit) => break,
+            Err(reason) => {
+                errors += 1;
+                writeln!(out, "error: line {lineno}: {reason}").map_err(io_err)?;
+            }
+        }
+        out.flush().map_err(io_err)?;
+    }
+    changes_out.flush().map_err(io_err)?;
+    if m.has_staged() {
+        eprintln!("warning: the input ended with an uncommitted transaction; it was discarded");
+    }
+    if errors > 0 {
+        return Err(format!(
+            "error: {errors} command{} failed",
+            if errors == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(())
+}
+
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Run one command line. An `Err` is the reason the line was refused.
+fn command(
+    m: &mut Materialization,
+    line: &str,
+    args: &SessionArgs,
+    changes_out: &mut dyn Write,
+    out: &mut dyn Write,
+) -> Result<Flow, String> {
+    let io = |e: std::io::Error| format!("cannot write the output: {e}");
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.starts_with("//") || trimmed.starts_with('#') {
+        return Ok(Flow::Continue);
+    }
+    // Columns of errors count from the start of the line.
+    let offset = line.len() - line.trim_start().len();
+    let (word, rest) = match trimmed.find(char::is_whitespace) {
+        Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
+        None => (trimmed, ""),
+    };
+    let rest_col = offset + (trimmed.len() - rest.len());
+    let located = |e: dynalog::Error| match e.position {
+        Some((1, col)) => format!("column {}: {}", col + rest_col, e.message),
+        _ => e.message,
+    };
+    match word {
+        "+" | "-" => {
+            if rest.is_empty() {
+                return Err(format!("expected a fact or a rule after `{word}`"));
+            }
+            let insert = word == "+";
+            if is_rule(rest) {
+                let r = if insert {
+                    m.add_rules(rest).map(|_| ())
+                } else {
+                    m.remove_rules(rest).map(|_| ())
+                };
+                r.map_err(located)?;
+            } else if insert {
+                m.insert_fact(rest).map_err(located)?;
+            } else {
+                m.remove_fact(rest).map_err(located)?;
+            }
+        }
+        "load" | "unload" => {
+            let (rel, file) = split2(rest).ok_or_else(|| format!("usage: {word} RELATION FILE"))?;
+            let path = resolve(&args.fact_dir, file);
+            m.stage_file(rel, &path, word == "load")
+                .map_err(|e| e.message)?;
+        }
+        "commit" => {
+            no_args(word, rest)?;
+            let c = m
+                .commit()
+                .map_err(|e| format!("commit refused: {}", e.message))?;
+            let shown = shown_changes(m, &c.changes);
+            if !args.quiet {
+                for l in m.render_changes(&shown) {
+                    writeln!(changes_out, "{l}").map_err(io)?;
+                }
+                changes_out.flush().map_err(io)?;
+            }
+            writeln!(out, "{}", summary(&c, &shown)).map_err(io)?;
+        }
+        "abort" => {
+            no_args(word, rest)?;
+            m.abort();
+            writeln!(out, "aborted").map_err(io)?;
+        }
+        "?" => {
+            if rest.is_empty() {
+                return Err("expected a pattern after `?`, such as `? path(1, x).`".into());
+            }
+            let rows = m.query(rest).map_err(located)?;
+            for (r, t) in &rows {
+                writeln!(out, "{}", m.render(*r, t)).map_err(io)?;
+            }
+            writeln!(out, "{} result{}", rows.len(), plural(rows.len())).map_err(io)?;
+        }
+        "size" => {
+            let rel = one_arg(word, rest)?;
+            let n = m
+                .len(rel)
+                .ok_or_else(|| format!("unknown relation `{rel}`"))?;
+            writeln!(out, "{n}").map_err(io)?;
+        }
+        "dump" => {
+            let rel = one_arg(word, rest)?;
+            let rows = m.dump(rel).map_err(|e| e.message)?;
+            for (r, t) in &rows {
+                writeln!(out, "{}", m.render(*r, t)).map_err(io)?;
+            }
+        }
+        "rules" => {
+            no_args(word, rest)?;
+            for r in m.rules() {
+                writeln!(out, "{r}").map_err(io)?;
+            }
+        }
+        "help" => writeln!(out, "{HELP}").map_err(io)?,
+        "quit" | "exit" => {
+            no_args(word, rest)?;
+            return Ok(Flow::Quit);
+        }
+        other => {
+            return Err(format!(
+                "unknown command `{other}` (commands: + - load unload commit abort ? size dump rules help quit)"
+            ));
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Whether the text after `+`/`-` is a rule (it has a body) rather than a fact.
+fn is_rule(text: &str) -> bool {
+    // `:-` and `<-` cannot occur in a fact outside a string literal.
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut prev = ' ';
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == '-' && (prev == ':' || prev == '<') {
+            return true;
+        }
+        prev = c;
+    }
+    false
+}
+
+/// The changes users see: those of the `.output` relations, or of every relation when
+/// the program declares no output.
+fn shown_changes(m: &Materialization, changes: &[Change]) -> Vec<Change> {
+    let p = m.program();
+    let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
+    changes
+        .iter()
+        .filter(|(r, _, _)| {
+            !any_output
+                || p.relations
+                    .get(*r as usize)
+                    .is_some_and(|rel| !rel.outputs.is_empty())
+        })
+        .cloned()
+        .collect()
+}
+
+fn summary(c: &Commit, shown: &[Change]) -> String {
+    let (ins, del) = Commit::counts(shown);
+    format!(
+        "commit {}: +{ins} -{del} in {:.1} ms",
+        c.number,
+        c.elapsed.as_secs_f64() * 1e3
+    )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn no_args(word: &str, rest: &str) -> Result<(), String> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("`{word}` takes no argument"))
+    }
+}
+
+fn one_arg<'a>(word: &str, rest: &'a str) -> Result<&'a str, String> {
+    let mut parts = rest.split_whitespace();
+    match (parts.next(), parts.next()) {
+        (Some(a), None) => Ok(a),
+        _ => Err(format!("usage: {word} RELATION")),
+    }
+}
+
+fn split2(rest: &str) -> Option<(&str, &str)> {
+    let rest = rest.trim();
+    let i = rest.find(char::is_whitespace)?;
+    let file = rest[i..].trim();
+    (!file.is_empty()).then(|| (&rest[..i], file))
+}
+
+/// A file named in a command: relative to the fact directory if it exists there,
+/// else to the working directory.
+fn resolve(fact_dir: &Path, file: &str) -> PathBuf {
+    let p = Path::new(file);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let in_dir = fact_dir.join(p);
+    if in_dir.exists() {
+        in_dir
+    } else {
+        p.to_path_buf()
+    }
+}

@@ -1,0 +1,162 @@
+//! Scripted sessions: every `tests/sessions/NAME.session` (commands, with the program
+//! and fact folder in its `# program:` / `# facts:` header) is run by `dynalog session`
+//! with every engine, and its standard output must equal `NAME.expected` once commit
+//! times are replaced by `T`. A session with a refused line exits non-zero.
+
+mod common;
+
+use common::{dynalog, root};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Replace the `in 12.3 ms` of summary lines by `in T ms`.
+fn mask_times(text: &str) -> String {
+    text.lines()
+        .map(|l| match (l.starts_with("commit "), l.rfind(" in ")) {
+            (true, Some(i)) if l.ends_with(" ms") => format!("{} in T ms", &l[..i]),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .arg("session")
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dynalog starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let o = child.wait_with_output().expect("dynalog ends");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn header<'a>(script: &'a str, key: &str) -> &'a str {
+    script
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
+        .unwrap_or_else(|| panic!("the script has no `# {key}:` line"))
+}
+
+/// The engine configurations every script runs with.
+fn configurations() -> Vec<Vec<String>> {
+    let mut configs: Vec<Vec<String>> = dynalog_engines::ENGINE_NAMES
+        .iter()
+        .map(|e| vec!["--engine".to_string(), e.to_string()])
+        .collect();
+    configs.push(vec![
+        "--engine".into(),
+        "diff".into(),
+        "-w".into(),
+        "2".into(),
+    ]);
+    configs
+}
+
+fn check_script(name: &str, expect_success: bool) {
+    let dir = root().join("tests/sessions");
+    let script = std::fs::read_to_string(dir.join(format!("{name}.session"))).expect("script");
+    let expected =
+        std::fs::read_to_string(dir.join(format!("{name}.expected"))).expect("expected output");
+    let program = header(&script, "program");
+    let facts = header(&script, "facts");
+    for config in configurations() {
+        let mut args = vec![program, "-F", facts];
+        args.extend(config.iter().map(String::as_str));
+        let (ok, stdout, stderr) = run_session(&args, &script);
+        assert_eq!(
+            mask_times(&stdout),
+            expected,
+            "session {name} with {config:?}; stderr:\n{stderr}"
+        );
+        assert_eq!(
+            ok, expect_success,
+            "exit status of {name} with {config:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn session_facts_queries_abort_quit() {
+    check_script("facts", true);
+}
+
+#[test]
+fn session_rule_changes() {
+    check_script("rules", true);
+}
+
+#[test]
+fn session_errors_leave_the_transaction_and_refuse_bad_rules() {
+    check_script("errors", false);
+}
+
+#[test]
+fn session_load_and_unload_files() {
+    check_script("load", true);
+}
+
+#[test]
+fn quiet_prints_only_summaries_and_changes_go_to_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("changes.log");
+    let script = "+ edge(8, 7).\ncommit\n- edge(8, 7).\ncommit\n";
+    let (ok, stdout, _) = run_session(
+        &[
+            "examples/tc.dl",
+            "-F",
+            "examples/tc",
+            "--changes",
+            log.to_str().expect("utf-8"),
+        ],
+        script,
+    );
+    assert!(ok);
+    assert_eq!(
+        mask_times(&stdout),
+        "commit 0: +20 -0 in T ms\ncommit 1: +5 -0 in T ms\ncommit 2: +0 -5 in T ms\n"
+    );
+    let changes = std::fs::read_to_string(&log).expect("change log");
+    let lines: Vec<&str> = changes.lines().collect();
+    assert_eq!(lines.len(), 10);
+    assert_eq!(lines[0], "+ path(8, 1).");
+    assert_eq!(lines[9], "- path(8, 7).");
+
+    let (ok, stdout, _) = run_session(&["examples/tc.dl", "-F", "examples/tc", "--quiet"], script);
+    assert!(ok);
+    assert_eq!(
+        mask_times(&stdout),
+        "commit 0: +20 -0 in T ms\ncommit 1: +5 -0 in T ms\ncommit 2: +0 -5 in T ms\n"
+    );
+}
+
+#[test]
+fn a_program_that_does_not_check_stops_the_session_before_it_starts() {
+    let o = dynalog(&["session", "tests/sessions/data/missing.dl"]);
+    assert!(!o.status.success());
+    let (ok, stdout, stderr) = run_session(&["examples/tc.dl", "-F", "tests/sessions/data"], "");
+    assert!(!ok);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("edge.facts"), "{stderr}");
+}
+
+#[test]
+fn an_uncommitted_transaction_at_the_end_is_reported() {
+    let (ok, _, stderr) = run_session(&["examples/tc.dl", "-F", "examples/tc"], "+ edge(9, 9).\n");
+    assert!(ok);
+    assert!(stderr.contains("uncommitted"), "{stderr}");
+}
