@@ -81,7 +81,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.position {
-            Some((line, col)) => write!(f, "{line}:{col}: {}", self.message),
+            Some((_, col)) => write!(f, "column {col}: {}", self.message),
             None => f.write_str(&self.message),
         }
     }
@@ -348,6 +348,51 @@ impl Materialization {
         Ok(spans.len())
     }
 
+    /// Stage one change written as a command line of `dynalog session`: `+ FACT.`,
+    /// `- FACT.`, `+ RULE.`, `- RULE.`, `load REL FILE`, `unload REL FILE` (a relative
+    /// FILE is looked up in `dir` first, then in the working directory). Returns
+    /// `Ok(false)` if the line is not such a command; error positions are columns of
+    /// `line`. A refused line stages nothing.
+    pub fn stage_command(&mut self, line: &str, dir: &Path) -> Result<bool, Error> {
+        let trimmed = line.trim();
+        let (word, rest) = match trimmed.find(char::is_whitespace) {
+            Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
+            None => (trimmed, ""),
+        };
+        let start = line.len() - line.trim_start().len() + (trimmed.len() - rest.len());
+        let located = |mut e: Error| {
+            if let Some((1, col)) = e.position {
+                e.position = Some((1, col + start));
+            }
+            e
+        };
+        match word {
+            "+" | "-" => {
+                if rest.is_empty() {
+                    return Err(Error::msg(format!(
+                        "expected a fact or a rule after `{word}`"
+                    )));
+                }
+                let insert = word == "+";
+                let r = match (is_rule(rest), insert) {
+                    (true, true) => self.add_rules(rest).map(|_| ()),
+                    (true, false) => self.remove_rules(rest).map(|_| ()),
+                    (false, true) => self.insert_fact(rest),
+                    (false, false) => self.remove_fact(rest),
+                };
+                r.map_err(located)?;
+            }
+            "load" | "unload" => {
+                let (rel, file) = split2(rest)
+                    .ok_or_else(|| Error::msg(format!("usage: {word} RELATION FILE")))?;
+                let path = resolve(dir, file);
+                self.stage_file(rel, &path, word == "load")?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
         !self.staged.is_empty() || self.pending_text.is_some()
@@ -537,6 +582,53 @@ impl Materialization {
             self.compare_rows((a.0, &a.1), (b.0, &b.1))
                 .then(a.2.cmp(&b.2))
         });
+    }
+}
+
+/// Whether the text after `+`/`-` is a rule (it has a body) rather than a fact.
+fn is_rule(text: &str) -> bool {
+    // `:-` and `<-` cannot occur in a fact outside a string literal.
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut prev = ' ';
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == '-' && (prev == ':' || prev == '<') {
+            return true;
+        }
+        prev = c;
+    }
+    false
+}
+
+/// `REL FILE` split at the first whitespace.
+fn split2(rest: &str) -> Option<(&str, &str)> {
+    let rest = rest.trim();
+    let i = rest.find(char::is_whitespace)?;
+    let file = rest[i..].trim();
+    (!file.is_empty()).then(|| (&rest[..i], file))
+}
+
+/// A file named in a command: relative to `dir` if it exists there, else to the
+/// working directory.
+fn resolve(dir: &Path, file: &str) -> std::path::PathBuf {
+    let p = Path::new(file);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let in_dir = dir.join(p);
+    if in_dir.exists() {
+        in_dir
+    } else {
+        p.to_path_buf()
     }
 }
 

@@ -2,9 +2,11 @@
 //!
 //! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
 //! * `dynalog session`: a live materialization driven by commands on stdin ([`session`]).
+//! * `dynalog serve`: the same behind HTTP/JSON ([`serve`]).
 
 mod progress;
 mod run;
+mod serve;
 mod session;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +31,8 @@ enum Command {
     Run(run::RunArgs),
     /// Keep a program materialized and apply transactions of facts and rules read from stdin.
     Session(session::SessionArgs),
+    /// Serve a live materialization over HTTP/JSON: transactions, queries, a change feed.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Session(args) => session::session(args),
+        Command::Serve(args) => serve::serve(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

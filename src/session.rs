@@ -15,7 +15,7 @@ use clap::Args;
 use dynalog::live::{Commit, Materialization};
 use dynalog_engines::Change;
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct SessionArgs {
@@ -127,42 +127,16 @@ fn command(
     if trimmed.is_empty() || trimmed.starts_with("//") || trimmed.starts_with('#') {
         return Ok(Flow::Continue);
     }
-    // Columns of errors count from the start of the line.
-    let offset = line.len() - line.trim_start().len();
     let (word, rest) = match trimmed.find(char::is_whitespace) {
         Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
         None => (trimmed, ""),
     };
-    let rest_col = offset + (trimmed.len() - rest.len());
-    let located = |e: dynalog::Error| match e.position {
-        Some((1, col)) => format!("column {}: {}", col + rest_col, e.message),
-        _ => e.message,
-    };
+    if m.stage_command(line, &args.fact_dir)
+        .map_err(|e| e.to_string())?
+    {
+        return Ok(Flow::Continue);
+    }
     match word {
-        "+" | "-" => {
-            if rest.is_empty() {
-                return Err(format!("expected a fact or a rule after `{word}`"));
-            }
-            let insert = word == "+";
-            if is_rule(rest) {
-                let r = if insert {
-                    m.add_rules(rest).map(|_| ())
-                } else {
-                    m.remove_rules(rest).map(|_| ())
-                };
-                r.map_err(located)?;
-            } else if insert {
-                m.insert_fact(rest).map_err(located)?;
-            } else {
-                m.remove_fact(rest).map_err(located)?;
-            }
-        }
-        "load" | "unload" => {
-            let (rel, file) = split2(rest).ok_or_else(|| format!("usage: {word} RELATION FILE"))?;
-            let path = resolve(&args.fact_dir, file);
-            m.stage_file(rel, &path, word == "load")
-                .map_err(|e| e.message)?;
-        }
         "commit" => {
             no_args(word, rest)?;
             let c = m
@@ -186,7 +160,14 @@ fn command(
             if rest.is_empty() {
                 return Err("expected a pattern after `?`, such as `? path(1, x).`".into());
             }
-            let rows = m.query(rest).map_err(located)?;
+            let rows = m.query(rest).map_err(|e| match e.position {
+                // Columns count from the start of the line.
+                Some((1, col)) => {
+                    let start = rest.as_ptr() as usize - line.as_ptr() as usize;
+                    format!("column {}: {}", col + start, e.message)
+                }
+                _ => e.message,
+            })?;
             for (r, t) in &rows {
                 writeln!(out, "{}", m.render(*r, t)).map_err(io)?;
             }
@@ -224,30 +205,6 @@ fn command(
         }
     }
     Ok(Flow::Continue)
-}
-
-/// Whether the text after `+`/`-` is a rule (it has a body) rather than a fact.
-fn is_rule(text: &str) -> bool {
-    // `:-` and `<-` cannot occur in a fact outside a string literal.
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut prev = ' ';
-    for c in text.chars() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c == '-' && (prev == ':' || prev == '<') {
-            return true;
-        }
-        prev = c;
-    }
-    false
 }
 
 /// The changes users see: those of the `.output` relations, or of every relation when
@@ -293,27 +250,5 @@ fn one_arg<'a>(word: &str, rest: &'a str) -> Result<&'a str, String> {
     match (parts.next(), parts.next()) {
         (Some(a), None) => Ok(a),
         _ => Err(format!("usage: {word} RELATION")),
-    }
-}
-
-fn split2(rest: &str) -> Option<(&str, &str)> {
-    let rest = rest.trim();
-    let i = rest.find(char::is_whitespace)?;
-    let file = rest[i..].trim();
-    (!file.is_empty()).then(|| (&rest[..i], file))
-}
-
-/// A file named in a command: relative to the fact directory if it exists there,
-/// else to the working directory.
-fn resolve(fact_dir: &Path, file: &str) -> PathBuf {
-    let p = Path::new(file);
-    if p.is_absolute() {
-        return p.to_path_buf();
-    }
-    let in_dir = fact_dir.join(p);
-    if in_dir.exists() {
-        in_dir
-    } else {
-        p.to_path_buf()
     }
 }

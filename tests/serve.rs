@@ -1,0 +1,239 @@
+//! `dynalog serve` over loopback: transactions, refused transactions, queries, the
+//! change log and its follow stream, health and metrics. Requests are plain HTTP/1.1
+//! written on a TCP socket, so the test needs no HTTP client library.
+
+mod common;
+
+use common::root;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("dynalog serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("reads the address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    Server { child, addr }
+}
+
+/// Send one request; returns (status, body).
+fn request(server: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(&server.addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("writes");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("reads");
+    let status: u16 = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn facts_of(body: &str) -> Vec<String> {
+    json(body)["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["op"].as_str().unwrap_or("?"),
+                c["fact"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn transactions_queries_and_the_change_log() {
+    for engine in ["diff", "seminaive"] {
+        let server = start(&["examples/tc.dl", "-F", "examples/tc", "--engine", engine]);
+        let (status, body) = request(&server, "GET", "/health", "");
+        assert_eq!((status, json(&body)["status"].as_str()), (200, Some("ok")));
+
+        // One request, one transaction: a fact in, a fact out.
+        let (status, body) = request(
+            &server,
+            "POST",
+            "/transactions",
+            "+ edge(8, 7).\n- edge(7, 1).\n",
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(json(&body)["commit"], 1);
+        assert_eq!(
+            facts_of(&body),
+            [
+                "- path(7, 1).",
+                "- path(7, 2).",
+                "- path(7, 3).",
+                "- path(7, 4).",
+                "+ path(8, 7)."
+            ]
+        );
+
+        // A refused transaction applies nothing, whichever line is wrong.
+        for bad in [
+            "+ edge(9, 9).\n+ edge(1 2).\n",
+            "+ edge(9, 9).\ncommit\n",
+            "+ edge(9, 9).\n+ path(x, y) :- edge(x, z).\n",
+        ] {
+            let (status, body) = request(&server, "POST", "/transactions", bad);
+            assert_eq!(status, 400, "{bad:?} -> {body}");
+            assert!(json(&body)["error"].is_string());
+        }
+        let (_, body) = request(&server, "GET", "/relations/edge?pattern=edge(9,_)", "");
+        assert_eq!(json(&body)["count"], 0, "{body}");
+        let (_, body) = request(
+            &server,
+            "POST",
+            "/transactions",
+            "+ edge(9, 9).\n+ edge(1 2).\n",
+        );
+        assert_eq!(json(&body)["line"], 2);
+
+        // Queries: pattern, limit, size, rules, unknown relation.
+        let (status, body) = request(
+            &server,
+            "GET",
+            "/relations/path?pattern=path(1,x)&limit=2",
+            "",
+        );
+        assert_eq!(status, 200);
+        let j = json(&body);
+        assert_eq!(
+            (j["count"].as_u64(), j["truncated"].as_bool()),
+            (Some(3), Some(true))
+        );
+        assert_eq!(j["facts"], serde_json::json!([[1, 2], [1, 3]]));
+        let (_, body) = request(&server, "GET", "/relations/path/size", "");
+        assert_eq!(json(&body)["size"], 17);
+        let (_, body) = request(&server, "GET", "/rules", "");
+        assert_eq!(json(&body)["rules"].as_array().map(Vec::len), Some(2));
+        let (status, _) = request(&server, "GET", "/relations/nosuch", "");
+        assert_eq!(status, 404);
+        let (status, _) = request(&server, "GET", "/relations/path?pattern=path(1)", "");
+        assert_eq!(status, 400);
+
+        // A rule change is a transaction too.
+        let (status, body) = request(
+            &server,
+            "POST",
+            "/transactions",
+            "- path(a, c) :- path(a, b), edge(b, c).\n",
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(json(&body)["deleted"], 10);
+
+        // The change log from commit 1 on: the two successful transactions.
+        let (_, body) = request(&server, "GET", "/changes?since=1", "");
+        let commits = json(&body)["commits"].as_array().cloned().expect("commits");
+        assert_eq!(commits.len(), 2);
+        assert_eq!(commits[1]["commit"], 2);
+
+        let (_, body) = request(&server, "GET", "/metrics", "");
+        let m = json(&body);
+        assert_eq!(m["transactions"], 3);
+        assert_eq!(m["facts"]["path"], 7);
+    }
+}
+
+#[test]
+fn following_the_change_log_streams_each_commit() {
+    let server = start(&["examples/tc.dl", "-F", "examples/tc"]);
+    let mut s = TcpStream::connect(&server.addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET /changes?since=1&follow=true HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .expect("writes");
+    let mut reader = BufReader::new(s);
+    // Headers.
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("header");
+        if line == "\r\n" {
+            break;
+        }
+    }
+    for (i, fact) in ["edge(8, 1)", "edge(9, 8)"].iter().enumerate() {
+        let (status, _) = request(&server, "POST", "/transactions", &format!("+ {fact}.\n"));
+        assert_eq!(status, 200);
+        // Chunked encoding: a size line, then the data line(s).
+        let mut line = String::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).expect("chunk");
+            if line.trim_start().starts_with('{') {
+                break;
+            }
+        }
+        let j = json(line.trim());
+        assert_eq!(j["commit"], i as u64 + 1);
+        assert!(!j["changes"].as_array().expect("changes").is_empty());
+    }
+}
+
+#[test]
+fn a_program_that_does_not_load_is_an_error_before_listening() {
+    let o = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .args([
+            "serve",
+            "examples/tc.dl",
+            "-F",
+            "tests/sessions/data",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("edge.facts"));
+    assert!(o.stdout.is_empty());
+}
