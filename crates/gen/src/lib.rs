@@ -10,8 +10,11 @@
 //! them directly. Every generator checks its arguments and returns
 //! [`GenError::Invalid`] instead of panicking.
 
+pub mod graphs;
 pub mod java_random;
 pub mod rng;
+
+pub use graphs::{rand, rmat};
 
 use std::fmt;
 
@@ -25,7 +28,6 @@ pub enum GenError {
 }
 
 impl GenError {
-    #[allow(dead_code)] // used by the generators added next
     fn invalid(message: impl Into<String>) -> GenError {
         GenError::Invalid(message.into())
     }
