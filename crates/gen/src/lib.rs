@@ -12,9 +12,11 @@
 
 pub mod graphs;
 pub mod java_random;
+pub mod lubm;
 pub mod rng;
 
 pub use graphs::{rand, rmat};
+pub use lubm::lubm;
 
 use std::fmt;
 
