@@ -1,7 +1,9 @@
 //! `dynalog`: the command-line front ends.
 //!
 //! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
+//! * `dynalog gen`: benchmark data from the deterministic generators ([`r#gen`]).
 
+mod r#gen;
 mod progress;
 mod run;
 
@@ -25,12 +27,15 @@ struct Cli {
 enum Command {
     /// Evaluate a program on a folder of facts and write its outputs (Soufflé's layout).
     Run(run::RunArgs),
+    /// Generate benchmark data: LUBM (N-Triples), Erdős–Rényi or R-MAT graphs (fact files).
+    Gen(r#gen::GenArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Gen(args) => r#gen::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

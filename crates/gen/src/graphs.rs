@@ -54,7 +54,12 @@ fn check_nodes(nodes: u64, min: u64) -> Result<(), GenError> {
 
 /// Write G(`nodes`, `p`) to `out`, one `src<TAB>dst` line per edge, in lexicographic
 /// order. Returns the number of edges written.
-pub fn rand(nodes: u64, p: f64, seed: u64, out: &mut impl Write) -> Result<u64, GenError> {
+pub fn rand<W: Write + ?Sized>(
+    nodes: u64,
+    p: f64,
+    seed: u64,
+    out: &mut W,
+) -> Result<u64, GenError> {
     check_nodes(nodes, 1)?;
     if !(0.0..=1.0).contains(&p) {
         return Err(GenError::invalid(format!(
@@ -102,7 +107,12 @@ pub fn rand(nodes: u64, p: f64, seed: u64, out: &mut impl Write) -> Result<u64, 
 
 /// Write an R-MAT graph with `nodes` nodes and exactly `edges` edges (duplicates kept,
 /// no self-loops) to `out`, sorted by source. Returns the number of lines written.
-pub fn rmat(nodes: u64, edges: u64, seed: u64, out: &mut impl Write) -> Result<u64, GenError> {
+pub fn rmat<W: Write + ?Sized>(
+    nodes: u64,
+    edges: u64,
+    seed: u64,
+    out: &mut W,
+) -> Result<u64, GenError> {
     // With one node every edge would be a self-loop.
     check_nodes(nodes, 2)?;
     let len = usize::try_from(edges)

@@ -120,7 +120,7 @@ pub fn university_seed(seed: u32, u: u32) -> i64 {
 
 /// Write LUBM(`universities`, `seed`) as N-Triples: the TBox, the `<>` ontology header,
 /// then the data of universities `0..universities`.
-pub fn lubm(universities: u32, seed: u32, out: &mut impl Write) -> Result<(), GenError> {
+pub fn lubm<W: Write + ?Sized>(universities: u32, seed: u32, out: &mut W) -> Result<(), GenError> {
     if universities == 0 {
         return Err(GenError::invalid(
             "the number of universities must be at least 1",
