@@ -4,6 +4,11 @@
 //! that the stream for a seed is fixed by this file alone: it does not depend on a
 //! crate's version, the platform or the word size. `next_f64` takes the top 53 bits of
 //! a draw, so it is uniform on the multiples of 2^-53 in `[0, 1)`.
+//!
+//! [`ln`] and [`ln_1m`] are logarithms made only of IEEE additions, multiplications and
+//! divisions (no FMA, no platform `libm`), so the graph generators compute the same bits
+//! everywhere: `f64::ln` calls the system's math library, which may differ in the last
+//! bit between platforms.
 
 /// SplitMix64: used to expand a 64-bit seed into xoshiro's 256-bit state.
 #[derive(Clone, Debug)]
@@ -58,9 +63,87 @@ impl Rng {
     }
 }
 
+/// The natural logarithm of a positive, finite, normal `x`, to about 1e-15 relative
+/// error, from arithmetic alone: `x = m * 2^e` with `m` in `[sqrt(1/2), sqrt(2))`, then
+/// `ln(m) = 2 atanh(s)`, `s = (m - 1) / (m + 1)`, `|s| < 0.172`, by its odd power series.
+pub fn ln(x: f64) -> f64 {
+    debug_assert!(x.is_normal() && x > 0.0, "ln of {x}");
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52)); // [1, 2)
+    if m > std::f64::consts::SQRT_2 {
+        m /= 2.0; // exact
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s; // < 0.0295: 13 terms leave less than 1e-20
+    let mut series = 0.0;
+    for k in (0..13).rev() {
+        series = series * s2 + 1.0 / (2 * k + 1) as f64;
+    }
+    e as f64 * std::f64::consts::LN_2 + 2.0 * s * series
+}
+
+/// `ln(1 - p)` for `p` in `[0, 1)`, accurate also for small `p` (where `1 - p` would lose
+/// the digits of `p`): for `p <= 1/2`, `ln(1 - p) = -2 atanh(s)` with `s = p / (2 - p)`
+/// (`s <= 1/3`) by its series; above, `1 - p` is exact and [`ln`] is used.
+pub fn ln_1m(p: f64) -> f64 {
+    debug_assert!((0.0..1.0).contains(&p), "ln(1 - {p})");
+    if p <= 0.5 {
+        let s = p / (2.0 - p);
+        let s2 = s * s; // <= 1/9: 20 terms leave less than 1e-20
+        let mut series = 0.0;
+        for k in (0..20).rev() {
+            series = series * s2 + 1.0 / (2 * k + 1) as f64;
+        }
+        -2.0 * s * series
+    } else {
+        ln(1.0 - p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ln_agrees_with_the_platform_logarithm() {
+        let mut r = Rng::new(11);
+        let mut xs: Vec<f64> = (0..20_000).map(|_| 1.0 - r.next_f64()).collect(); // (0, 1]
+        xs.extend([
+            1.0,
+            0.5,
+            2.0,
+            1e-300,
+            1e300,
+            f64::EPSILON,
+            1.0 - f64::EPSILON / 2.0,
+        ]);
+        xs.extend((1..200).map(|i| i as f64 * 0.37));
+        for x in xs {
+            let (ours, std) = (ln(x), x.ln());
+            let tolerance = 4.0 * f64::EPSILON * std.abs().max(f64::MIN_POSITIVE);
+            assert!((ours - std).abs() <= tolerance, "ln({x}): {ours} vs {std}");
+        }
+        assert_eq!(ln(1.0), 0.0);
+    }
+
+    #[test]
+    fn ln_1m_agrees_with_ln_1p() {
+        let mut r = Rng::new(12);
+        let mut ps = vec![
+            0.0, 1e-300, 1e-12, 1e-6, 0.001, 0.0157, 0.1, 0.3, 0.5, 0.50001, 0.75,
+        ];
+        ps.extend((0..20_000).map(|_| r.next_f64().powi(3))); // many small p too
+        for p in ps {
+            let (ours, std) = (ln_1m(p), (-p).ln_1p());
+            let tolerance = 4.0 * f64::EPSILON * std.abs();
+            assert!(
+                (ours - std).abs() <= tolerance,
+                "ln(1 - {p}): {ours} vs {std}"
+            );
+        }
+    }
 
     #[test]
     fn splitmix64_matches_the_reference_outputs() {
