@@ -7,8 +7,8 @@
 //! * `rmat --nodes N --edges M [--seed S]`: an R-MAT graph, `src<TAB>dst` per line.
 //!
 //! Output goes to standard output, or to `-o FILE` (gzipped when FILE ends in `.gz`).
-//! Bad arguments are reported as `error: ...` before anything is written; a file left
-//! by a failed run is removed.
+//! Bad arguments are reported as `error: ...` before the output file is created, so an
+//! existing file is left alone; a file whose writing fails is removed.
 
 use clap::{Args, Subcommand};
 use dynalog_gen::GenError;
@@ -78,16 +78,27 @@ pub struct RmatArgs {
 }
 
 pub fn run(args: GenArgs) -> Result<(), String> {
+    // Arguments are checked before an output file is created (or truncated).
+    let fail = |e: GenError| format!("error: {e}");
     match args.kind {
-        GenKind::Lubm(a) => write_to(a.output.as_deref(), |w| {
-            dynalog_gen::lubm(a.universities, a.seed, w)
-        }),
-        GenKind::Rand(a) => write_to(a.output.as_deref(), |w| {
-            dynalog_gen::rand(a.nodes, a.p, a.seed, w).map(drop)
-        }),
-        GenKind::Rmat(a) => write_to(a.output.as_deref(), |w| {
-            dynalog_gen::rmat(a.nodes, a.edges, a.seed, w).map(drop)
-        }),
+        GenKind::Lubm(a) => {
+            dynalog_gen::check_lubm(a.universities).map_err(fail)?;
+            write_to(a.output.as_deref(), |w| {
+                dynalog_gen::lubm(a.universities, a.seed, w)
+            })
+        }
+        GenKind::Rand(a) => {
+            dynalog_gen::check_rand(a.nodes, a.p).map_err(fail)?;
+            write_to(a.output.as_deref(), |w| {
+                dynalog_gen::rand(a.nodes, a.p, a.seed, w).map(drop)
+            })
+        }
+        GenKind::Rmat(a) => {
+            dynalog_gen::check_rmat(a.nodes, a.edges).map_err(fail)?;
+            write_to(a.output.as_deref(), |w| {
+                dynalog_gen::rmat(a.nodes, a.edges, a.seed, w).map(drop)
+            })
+        }
     }
 }
 
@@ -120,7 +131,8 @@ fn write_to(
         generate(&mut out).and_then(|()| out.flush().map_err(GenError::from))
     };
     result.map_err(|e| {
-        // Leave no truncated file behind.
+        // Leave no truncated file behind (the arguments were fine: the disk, the memory
+        // or the file system failed).
         let _ = std::fs::remove_file(path);
         match e {
             GenError::Io(io) => format!("error: cannot write `{}`: {io}", path.display()),

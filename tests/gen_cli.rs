@@ -150,6 +150,14 @@ fn bad_arguments_are_clear_errors() {
         !std::path::Path::new(target).exists(),
         "a failed run leaves no file"
     );
+    // An existing file is not truncated by a run whose arguments are wrong.
+    std::fs::write(target, "keep me\n").expect("write");
+    fails(&["gen", "rmat", "--nodes", "1", "--edges", "5", "-o", target]);
+    fails(&["gen", "lubm", "--universities", "0", "-o", target]);
+    assert_eq!(
+        std::fs::read_to_string(target).expect("still there"),
+        "keep me\n"
+    );
     fails(&["gen", "rand", "--nodes", "10", "--p", "-0.1"]);
     fails(&["gen", "rand", "--nodes", "10", "--p", "NaN"]);
     fails(&["gen", "rand", "--nodes", "0", "--p", "0.5"]);

@@ -53,6 +53,28 @@ fn check_nodes(nodes: u64, min: u64) -> Result<(), GenError> {
     Ok(())
 }
 
+/// Check the arguments of [`rand`] without writing anything.
+pub fn check_rand(nodes: u64, p: f64) -> Result<(), GenError> {
+    check_nodes(nodes, 1)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(GenError::invalid(format!(
+            "the edge probability p must be in [0, 1], got {p}"
+        )));
+    }
+    Ok(())
+}
+
+/// Check the arguments of [`rmat`] without writing anything (whether `edges` edges fit
+/// in memory is only known when they are allocated).
+pub fn check_rmat(nodes: u64, edges: u64) -> Result<(), GenError> {
+    // With one node every edge would be a self-loop.
+    check_nodes(nodes, 2)?;
+    if usize::try_from(edges).map_or(true, |m| m > usize::MAX / 8) {
+        return Err(GenError::invalid(format!("too many edges: {edges}")));
+    }
+    Ok(())
+}
+
 /// Write G(`nodes`, `p`) to `out`, one `src<TAB>dst` line per edge, in lexicographic
 /// order. Returns the number of edges written.
 pub fn rand<W: Write + ?Sized>(
@@ -61,12 +83,7 @@ pub fn rand<W: Write + ?Sized>(
     seed: u64,
     out: &mut W,
 ) -> Result<u64, GenError> {
-    check_nodes(nodes, 1)?;
-    if !(0.0..=1.0).contains(&p) {
-        return Err(GenError::invalid(format!(
-            "the edge probability p must be in [0, 1], got {p}"
-        )));
-    }
+    check_rand(nodes, p)?;
     let mut w = BufWriter::new(out);
     let n = nodes;
     let pairs = n * (n - 1); // < 2^62
@@ -115,12 +132,8 @@ pub fn rmat<W: Write + ?Sized>(
     seed: u64,
     out: &mut W,
 ) -> Result<u64, GenError> {
-    // With one node every edge would be a self-loop.
-    check_nodes(nodes, 2)?;
-    let len = usize::try_from(edges)
-        .ok()
-        .filter(|&m| m <= usize::MAX / 8)
-        .ok_or_else(|| GenError::invalid(format!("too many edges: {edges}")))?;
+    check_rmat(nodes, edges)?;
+    let len = edges as usize; // checked
     let mut rng = Rng::new(seed);
     let mut list: Vec<(u32, u32)> = Vec::new();
     list.try_reserve_exact(len)

@@ -15,8 +15,8 @@ pub mod java_random;
 pub mod lubm;
 pub mod rng;
 
-pub use graphs::{rand, rmat};
-pub use lubm::lubm;
+pub use graphs::{check_rand, check_rmat, rand, rmat};
+pub use lubm::{check_lubm, lubm};
 
 use std::fmt;
 

@@ -118,9 +118,8 @@ pub fn university_seed(seed: u32, u: u32) -> i64 {
         .wrapping_add(i64::from(u))
 }
 
-/// Write LUBM(`universities`, `seed`) as N-Triples: the TBox, the `<>` ontology header,
-/// then the data of universities `0..universities`.
-pub fn lubm<W: Write + ?Sized>(universities: u32, seed: u32, out: &mut W) -> Result<(), GenError> {
+/// Check the arguments of [`lubm`] without writing anything.
+pub fn check_lubm(universities: u32) -> Result<(), GenError> {
     if universities == 0 {
         return Err(GenError::invalid(
             "the number of universities must be at least 1",
@@ -128,10 +127,17 @@ pub fn lubm<W: Write + ?Sized>(universities: u32, seed: u32, out: &mut W) -> Res
     }
     if universities > i32::MAX as u32 {
         return Err(GenError::invalid(format!(
-            "the number of universities must be at most {} (UBA's 32-bit indices), got {universities}",
+            "the number of universities must be at most {} (UBA's int indices), got {universities}",
             i32::MAX
         )));
     }
+    Ok(())
+}
+
+/// Write LUBM(`universities`, `seed`) as N-Triples: the TBox, the `<>` ontology header,
+/// then the data of universities `0..universities`.
+pub fn lubm<W: Write + ?Sized>(universities: u32, seed: u32, out: &mut W) -> Result<(), GenError> {
+    check_lubm(universities)?;
     let mut w = Triples::new(BufWriter::with_capacity(1 << 16, out));
     w.out.write_all(TBOX.as_bytes())?;
     writeln!(w.out, "<> <{RDF_TYPE}> <{OWL_ONTOLOGY}> .")?;
