@@ -3,7 +3,9 @@
 //! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
 //! * `dynalog session`: a live materialization driven by commands on stdin ([`session`]).
 //! * `dynalog serve`: the same behind HTTP/JSON ([`serve`]).
+//! * `dynalog gen`: benchmark data from the deterministic generators ([`r#gen`]).
 
+mod r#gen;
 mod progress;
 mod run;
 mod serve;
@@ -33,6 +35,8 @@ enum Command {
     Session(session::SessionArgs),
     /// Serve a live materialization over HTTP/JSON: transactions, queries, a change feed.
     Serve(serve::ServeArgs),
+    /// Generate benchmark data: LUBM (N-Triples), Erdős–Rényi or R-MAT graphs (fact files).
+    Gen(r#gen::GenArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Session(args) => session::session(args),
         Command::Serve(args) => serve::serve(args),
+        Command::Gen(args) => r#gen::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
