@@ -1,8 +1,10 @@
 //! `dynalog`: the command-line front ends.
 //!
 //! * `dynalog run`: batch evaluation with Soufflé's conventions ([`run`]).
+//! * `dynalog rdf materialize`: RDF graphs under RhoDF, OWL 2 RL or your rules ([`rdf`]).
 
 mod progress;
+mod rdf;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -25,12 +27,15 @@ struct Cli {
 enum Command {
     /// Evaluate a program on a folder of facts and write its outputs (Soufflé's layout).
     Run(run::RunArgs),
+    /// RDF: materialize an N-Triples/Turtle graph (`dynalog rdf materialize --help`).
+    Rdf(rdf::RdfArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Rdf(args) => rdf::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
