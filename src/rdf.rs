@@ -80,7 +80,9 @@ fn rules_source(rules: &str) -> Result<SourceFile, String> {
         "owl2rl" => SourceFile::new("<built-in owl2rl.dl>", OWL2RL),
         path => {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                format!("error: cannot read the rules `{path}`: {e} (built-in programs: rhodf, owl2rl)")
+                format!(
+                    "error: cannot read the rules `{path}`: {e} (built-in programs: rhodf, owl2rl)"
+                )
             })?;
             SourceFile::new(path, text)
         }
@@ -258,9 +260,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             load_time.as_secs_f64()
         );
         eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
-        let facts: usize = (0..p.relations.len())
-            .map(|r| engine.len(r as RelId))
-            .sum();
+        let facts: usize = (0..p.relations.len()).map(|r| engine.len(r as RelId)).sum();
         eprintln!("facts in the materialization: {facts}");
         eprintln!("output: {:.3} s", write_time.as_secs_f64());
         eprintln!(
@@ -286,10 +286,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
 /// Targets with each relation once (a relation may have several RDF directives).
 fn dedup_targets(targets: &[RdfTarget]) -> Vec<&RdfTarget> {
     let mut seen = HashSet::new();
-    targets
-        .iter()
-        .filter(|t| seen.insert(t.relation))
-        .collect()
+    targets.iter().filter(|t| seen.insert(t.relation)).collect()
 }
 
 /// One N-Triples line, or why the triple cannot be written (a literal subject, a

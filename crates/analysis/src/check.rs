@@ -1443,6 +1443,30 @@ mod tests {
             10,
             "delimiter must be one character",
         );
+        // RDF inputs take their own options, checked here; others still reject them.
+        let p = check(
+            ".decl t(s: symbol, p: symbol, o: symbol)\n.input t(IO=rdf, filename=\"d.nt\", mapping=\"triples\", format=\"ntriples\", base=\"http://b/\", lenient=\"true\")\n",
+        )
+        .unwrap();
+        assert_eq!(p.relations[0].inputs[0].get("mapping"), Some("triples"));
+        check_err(
+            ".decl t(s: symbol)\n.input t(IO=rdf, mapping=\"tables\")\n",
+            2,
+            18,
+            "mapping must be \"triples\" or \"vocabulary\"",
+        );
+        check_err(
+            ".decl t(s: symbol)\n.input t(IO=rdf, format=\"rdfxml\")\n",
+            2,
+            18,
+            "format must be",
+        );
+        check_err(
+            ".decl t(s: symbol)\n.input t(mapping=\"triples\")\n",
+            2,
+            10,
+            "option `mapping` is not supported",
+        );
         check_err(
             ".decl e(x: number) eqrel\n",
             1,

@@ -161,7 +161,10 @@ pub fn read_inputs_with(
             return Err(Diagnostic::at(
                 source,
                 spec.span,
-                format!("cannot read the RDF input `{}`: no such file", path.display()),
+                format!(
+                    "cannot read the RDF input `{}`: no such file",
+                    path.display()
+                ),
             ));
         }
         let mut options = rdf::options_of(&spec, rdf_defaults);

@@ -3,7 +3,9 @@
 //! **Reading.** [`read_triples`] streams a file through the `oxttl` parsers (N-Triples or
 //! Turtle, by [`RdfFormat`] or the file's extension; `.gz` files are decompressed on the
 //! fly). A malformed line is an error `file:line:col: error: reason`, or, with
-//! [`RdfOptions::lenient`], skipped and counted. Relative IRIs (such as `<>`) are
+//! [`RdfOptions::lenient`], skipped and counted (N-Triples line by line; in Turtle the
+//! parser resumes after the next `.`, which may take the following statement with the
+//! malformed one). Relative IRIs (such as `<>`) are
 //! resolved against a base IRI: [`RdfOptions::base`], by default the file's `file://`
 //! URI. Nothing is handed on before the whole file is read, so a bad file applies nothing.
 //!
@@ -150,7 +152,9 @@ pub fn symbol_term(symbol: &str) -> Result<Term, String> {
     }
     NamedNode::new(symbol_iri(symbol))
         .map(Term::NamedNode)
-        .map_err(|e| format!("`{symbol}` is not an RDF term (an absolute IRI, `_:b` or a literal): {e}"))
+        .map_err(|e| {
+            format!("`{symbol}` is not an RDF term (an absolute IRI, `_:b` or a literal): {e}")
+        })
 }
 
 /// Parse a literal in N-Triples form: a quoted string with escapes, then nothing,
@@ -347,7 +351,10 @@ fn parse_nt_line(line: &[u8], out: &mut Vec<Triple>) -> Result<(), (usize, Strin
         match t {
             Ok(t) => out.push(t),
             Err(e) => {
-                return Err((e.location().start.column as usize + 1, e.message().to_string()));
+                return Err((
+                    e.location().start.column as usize + 1,
+                    e.message().to_string(),
+                ));
             }
         }
     }
@@ -474,7 +481,8 @@ pub struct RdfTarget {
 
 /// Whether a directive reads RDF (`IO="rdf"`).
 pub fn is_rdf_spec(spec: &IoSpec) -> bool {
-    spec.get("IO").is_some_and(|io| io.eq_ignore_ascii_case("rdf"))
+    spec.get("IO")
+        .is_some_and(|io| io.eq_ignore_ascii_case("rdf"))
 }
 
 /// The target of one `IO="rdf"` directive of relation `rel`, checked: the mapping is
@@ -614,6 +622,13 @@ impl RdfLoad {
     }
 }
 
+/// A vocabulary target inside [`load_rdf`].
+struct VocabTarget {
+    arity: usize,
+    batch: usize,
+    namespace: Option<String>,
+}
+
 /// Split an IRI into namespace and local name (after the last `#` or `/`).
 pub fn split_iri(iri: &str) -> (&str, &str) {
     match iri.rfind(['#', '/']) {
@@ -634,8 +649,8 @@ pub fn load_rdf(
     let mut batches: Vec<Tuples> = Vec::new();
     let mut batch_of: HashMap<RelId, usize> = HashMap::new();
     let mut triple_batches = Vec::new();
-    // Vocabulary targets by (local name, arity): (batch, namespace filter).
-    let mut vocab: HashMap<(String, usize), Vec<(usize, Option<String>)>> = HashMap::new();
+    // Vocabulary targets by local name.
+    let mut vocab: HashMap<String, Vec<VocabTarget>> = HashMap::new();
     let mut vocab_namespaces: Vec<Option<String>> = Vec::new();
     for t in targets {
         let rel = program.relation(t.relation);
@@ -648,10 +663,11 @@ pub fn load_rdf(
         match &t.mapping {
             Mapping::Triples => triple_batches.push(b),
             Mapping::Vocabulary { namespace } => {
-                vocab
-                    .entry((name, arity))
-                    .or_default()
-                    .push((b, namespace.clone()));
+                vocab.entry(name).or_default().push(VocabTarget {
+                    arity,
+                    batch: b,
+                    namespace: namespace.clone(),
+                });
                 vocab_namespaces.push(namespace.clone());
             }
         }
@@ -659,7 +675,8 @@ pub fn load_rdf(
     triple_batches.sort_unstable();
     triple_batches.dedup();
     let any_namespace = vocab_namespaces.iter().any(Option::is_none);
-    let covered = |ns: &str| any_namespace || vocab_namespaces.iter().any(|n| n.as_deref() == Some(ns));
+    let covered =
+        |ns: &str| any_namespace || vocab_namespaces.iter().any(|n| n.as_deref() == Some(ns));
     let mut observed: HashMap<usize, String> = HashMap::new();
     let file_id = options.file_id;
     let symbols = &mut program.symbols;
@@ -687,10 +704,11 @@ pub fn load_rdf(
         };
         let (ns, local) = split_iri(iri);
         let mut delivered = false;
-        if let Some(list) = vocab.get(&(local.to_string(), tuple_len)) {
+        if let Some(list) = vocab.get(local) {
             let mut value = None;
-            for (b, filter) in list {
-                if filter.as_deref().is_some_and(|f| f != ns) {
+            for target in list {
+                if target.arity != tuple_len || target.namespace.as_deref().is_some_and(|f| f != ns)
+                {
                     continue;
                 }
                 let v = *value.get_or_insert_with(|| {
@@ -700,8 +718,10 @@ pub fn load_rdf(
                         [s, intern(t.object.as_ref())]
                     }
                 });
-                batches[*b].push(&v[..tuple_len]);
-                observed.entry(*b).or_insert_with(|| ns.to_string());
+                batches[target.batch].push(&v[..tuple_len]);
+                observed
+                    .entry(target.batch)
+                    .or_insert_with(|| ns.to_string());
                 delivered = true;
             }
         }
@@ -791,4 +811,371 @@ pub fn options_of(spec: &IoSpec, defaults: &RdfOptions) -> RdfOptions {
 /// Where an `IO="rdf"` directive's file is: its `filename`, relative to `fact_dir`.
 pub fn rdf_path(fact_dir: &Path, spec: &IoSpec) -> Option<PathBuf> {
     spec.get("filename").map(|f| fact_dir.join(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn triples_of(
+        path: &Path,
+        options: &RdfOptions,
+    ) -> Result<(Vec<Triple>, ReadStats), Diagnostic> {
+        let mut out = Vec::new();
+        let stats = read_triples(path, options, &mut |t| out.push(t.clone()))?;
+        Ok((out, stats))
+    }
+
+    fn program(text: &str) -> (Program, SourceFile) {
+        let source = SourceFile::new("test.dl", text);
+        let ast = dynalog_syntax::parse(&source).unwrap();
+        let program = dynalog_analysis::analyse(&source, &ast).unwrap();
+        (program, source)
+    }
+
+    /// The facts of a load as sorted, readable rows: `rel(a, b)`.
+    fn rows(program: &Program, load: &RdfLoad) -> Vec<String> {
+        let mut out = Vec::new();
+        for (rel, tuples) in &load.batches {
+            for t in tuples.iter() {
+                let args: Vec<&str> = t.iter().map(|&v| program.symbols.resolve(v)).collect();
+                out.push(format!(
+                    "{}({})",
+                    program.relation(*rel).name,
+                    args.join(", ")
+                ));
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    const DATA: &str = r#"<http://ex.org/a> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://ex.org/voc#Person> .
+<http://ex.org/a> <http://ex.org/voc#knows> _:b1 .
+_:b1 <http://www.w3.org/2000/01/rdf-schema#label> "Bob \"the\" builder\\\n\t\u00e9 😀 \u0001"@en-GB .
+_:b1 <http://ex.org/other#age> "42"^^<http://www.w3.org/2001/XMLSchema#integer> .
+_:b1 <http://ex.org/voc#name> "plain"^^<http://www.w3.org/2001/XMLSchema#string> .
+<http://ex.org/voc#Person> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <http://www.w3.org/2002/07/owl#Thing> .
+"#;
+
+    #[test]
+    fn terms_become_symbols_and_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path(), "d.nt", DATA);
+        let options = RdfOptions {
+            file_id: 7,
+            ..RdfOptions::default()
+        };
+        let (triples, stats) = triples_of(&path, &options).unwrap();
+        assert_eq!(stats.triples, 6);
+        let sym = |t: TermRef<'_>| term_symbol(t, 7);
+        assert_eq!(sym(triples[0].predicate.as_ref().into()), "rdf:type");
+        assert_eq!(sym(triples[0].subject.as_ref().into()), "http://ex.org/a");
+        assert_eq!(sym(triples[1].object.as_ref()), "_:f7_b1");
+        assert_eq!(sym(triples[2].predicate.as_ref().into()), "rdfs:label");
+        assert_eq!(
+            sym(triples[2].object.as_ref()),
+            "\"Bob \\\"the\\\" builder\\\\\\n\\té 😀 \\u0001\"@en-gb"
+        );
+        assert_eq!(
+            sym(triples[3].object.as_ref()),
+            "\"42\"^^<http://www.w3.org/2001/XMLSchema#integer>"
+        );
+        assert_eq!(sym(triples[4].object.as_ref()), "\"plain\"");
+        assert_eq!(sym(triples[5].object.as_ref()), "owl:Thing");
+        // Every term survives symbol -> term; blank nodes keep their per-file label.
+        for t in &triples {
+            for term in [
+                Term::from(t.subject.clone()),
+                Term::from(t.predicate.clone()),
+                t.object.clone(),
+            ] {
+                let back = symbol_term(&sym(term.as_ref())).unwrap();
+                match &term {
+                    Term::BlankNode(b) => {
+                        assert_eq!(
+                            back,
+                            Term::BlankNode(BlankNode::new(format!("f7_{}", b.as_str())).unwrap())
+                        )
+                    }
+                    _ => assert_eq!(back, term),
+                }
+            }
+        }
+        // Written as N-Triples and read again: the same triples (blank nodes relabelled).
+        let mut written = String::new();
+        for t in &triples {
+            let [s, p, o] = [
+                sym(t.subject.as_ref().into()),
+                sym(t.predicate.as_ref().into()),
+                sym(t.object.as_ref()),
+            ];
+            written.push_str(&ntriples_line(&s, &p, &o).unwrap());
+            written.push('\n');
+        }
+        let again = write_file(dir.path(), "again.nt", &written);
+        let (reread, _) = triples_of(&again, &options).unwrap();
+        let symbols = |ts: &[Triple], relabel: bool| -> Vec<String> {
+            ts.iter()
+                .map(|t| {
+                    let line = format!(
+                        "{} {} {}",
+                        sym(t.subject.as_ref().into()),
+                        sym(t.predicate.as_ref().into()),
+                        sym(t.object.as_ref())
+                    );
+                    if relabel {
+                        line.replace("_:f7_f7_", "_:f7_")
+                    } else {
+                        line
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(symbols(&reread, true), symbols(&triples, false));
+    }
+
+    #[test]
+    fn symbols_that_are_not_terms_are_errors() {
+        assert!(symbol_term("hello").is_err());
+        assert!(symbol_term("\"unclosed").is_err());
+        assert!(symbol_term("\"x\"@").is_err());
+        assert!(symbol_term("\"x\"junk").is_err());
+        assert!(symbol_term("\"bad \\q escape\"").is_err());
+        assert_eq!(
+            symbol_term("xsd:integer").unwrap(),
+            Term::NamedNode(NamedNode::new("http://www.w3.org/2001/XMLSchema#integer").unwrap())
+        );
+        assert!(ntriples_line("\"lit\"", "rdf:type", "owl:Thing").is_err());
+        assert!(ntriples_line("_:x", "_:p", "owl:Thing").is_err());
+        assert_eq!(
+            ntriples_line("_:x", "rdf:type", "\"a\\u0041\"").unwrap(),
+            "_:x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> \"aA\" ."
+        );
+    }
+
+    #[test]
+    fn relative_iris_resolve_against_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "<> <http://ex.org/p> <rel/x> .\n<http://ex.org/s> <http://ex.org/p> \"a <> in a \\\" literal\" .\n";
+        let path = write_file(dir.path(), "r.nt", text);
+        let with_base = RdfOptions {
+            base: Some("http://base.org/dir/doc".into()),
+            ..RdfOptions::default()
+        };
+        let (t, _) = triples_of(&path, &with_base).unwrap();
+        assert_eq!(t[0].subject.to_string(), "<http://base.org/dir/doc>");
+        assert_eq!(t[0].object.to_string(), "<http://base.org/dir/rel/x>");
+        assert_eq!(t[1].object.to_string(), "\"a <> in a \\\" literal\"");
+        // Default base: the file's own file:// URI.
+        let (t, _) = triples_of(&path, &RdfOptions::default()).unwrap();
+        let uri = file_uri(&path);
+        assert!(
+            uri.starts_with("file:///") && uri.ends_with("/r.nt"),
+            "{uri}"
+        );
+        assert_eq!(t[0].subject.to_string(), format!("<{uri}>"));
+        // Turtle resolves with the same base.
+        let ttl = write_file(dir.path(), "r.ttl", "<> <http://ex.org/p> <x> .\n");
+        let (t, _) = triples_of(&ttl, &with_base).unwrap();
+        assert_eq!(t[0].object.to_string(), "<http://base.org/dir/x>");
+        // A bad base is an error, not a panic.
+        let bad = RdfOptions {
+            base: Some("not a base".into()),
+            ..RdfOptions::default()
+        };
+        assert!(triples_of(&path, &bad).is_err());
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_with_their_position_or_skipped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n\
+                    <http://ex.org/s> <http://ex.org/p> \"unterminated .\n\
+                    # a comment\n\
+                    <http://ex.org/s> <http://ex.org/p> <http://ex.org/o2> .\n\
+                    <http://ex.org/s> http://ex.org/p <http://ex.org/o> .\n";
+        let path = write_file(dir.path(), "bad.nt", text);
+        let e = triples_of(&path, &RdfOptions::default()).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.col > 1, "{e}");
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with(&format!("{}:2:", path.display())),
+            "{shown}"
+        );
+        assert!(shown.contains(": error: "), "{shown}");
+        let lenient = RdfOptions {
+            lenient: true,
+            ..RdfOptions::default()
+        };
+        let (t, stats) = triples_of(&path, &lenient).unwrap();
+        assert_eq!((t.len(), stats.skipped, stats.triples), (2, 2, 2));
+        assert!(stats.first_skipped.unwrap().contains(":2:"));
+        // Turtle: the line of the error too.
+        let ttl = write_file(
+            dir.path(),
+            "bad.ttl",
+            "@prefix ex: <http://ex.org/> .\nex:s ex:p ex:o .\nex:s ex:p .\nex:s ex:p ex:o2 .\nex:s ex:p ex:o3 .\n",
+        );
+        let e = triples_of(&ttl, &RdfOptions::default()).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let (t, stats) = triples_of(&ttl, &lenient).unwrap();
+        assert!(stats.skipped >= 1);
+        // The parser resumes after the next `.`: here the one ending the o2 statement.
+        assert!(
+            t.iter()
+                .any(|t| t.object.to_string() == "<http://ex.org/o3>"),
+            "{t:?} {stats:?}"
+        );
+        // Unknown extension, missing file: errors.
+        let txt = write_file(dir.path(), "x.txt", "");
+        assert!(
+            triples_of(&txt, &RdfOptions::default())
+                .unwrap_err()
+                .message
+                .contains("format")
+        );
+        assert!(triples_of(&dir.path().join("none.nt"), &RdfOptions::default()).is_err());
+    }
+
+    #[test]
+    fn gzip_is_read_by_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.nt.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(DATA.as_bytes()).unwrap();
+        gz.finish().unwrap();
+        assert_eq!(RdfFormat::from_path(&path), Some(RdfFormat::NTriples));
+        let (t, _) = triples_of(&path, &RdfOptions::default()).unwrap();
+        assert_eq!(t.len(), 6);
+        // Not gzip inside: a read error, not a panic.
+        let fake = write_file(dir.path(), "fake.ttl.gz", "not gzip");
+        assert!(triples_of(&fake, &RdfOptions::default()).is_err());
+    }
+
+    #[test]
+    fn triples_mapping_puts_every_triple_into_t() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path(), "d.nt", DATA);
+        let (mut p, source) = program(
+            ".decl T(s: symbol, p: symbol, o: symbol)\nT(x, \"rdf:type\", \"C\") :- T(x, _, _).\n",
+        );
+        let (targets, load) =
+            load_rdf_for_program(&mut p, &source, &path, &RdfOptions::default()).unwrap();
+        assert_eq!(targets[0].mapping, Mapping::Triples);
+        let r = rows(&p, &load);
+        assert_eq!(r.len(), 6);
+        assert!(r.contains(&"T(http://ex.org/a, rdf:type, http://ex.org/voc#Person)".to_string()));
+        assert!(r.contains(&"T(http://ex.org/a, http://ex.org/voc#knows, _:f0_b1)".to_string()));
+    }
+
+    #[test]
+    fn vocabulary_mapping_names_relations_by_local_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path(), "d.nt", DATA);
+        let ns = "http://ex.org/voc#";
+        let (mut p, source) = program(&format!(
+            ".decl Person(x: symbol)\n.input Person(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\", namespace=\"{ns}\")\n\
+             .decl knows(x: symbol, y: symbol)\n.input knows(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\", namespace=\"{ns}\")\n\
+             .decl age(x: symbol, y: symbol)\n.input age(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\", namespace=\"{ns}\")\n"
+        ));
+        let (_, load) =
+            load_rdf_for_program(&mut p, &source, &path, &RdfOptions::default()).unwrap();
+        assert_eq!(
+            rows(&p, &load),
+            vec!["Person(http://ex.org/a)", "knows(http://ex.org/a, _:f0_b1)"]
+        );
+        // voc#name is in the namespace but not read by the program: dropped and counted;
+        // other#age is outside the namespace, and so are the rdfs triples.
+        assert_eq!(load.dropped.get("name"), Some(&1));
+        assert_eq!(load.dropped.len(), 1);
+        assert_eq!(load.unmapped, 3);
+        assert!(
+            load.notes("d.nt")
+                .iter()
+                .any(|n| n.contains("dropped 1 fact"))
+        );
+        let person = p.relation_id("Person").unwrap();
+        assert_eq!(load.namespaces.get(&person).map(String::as_str), Some(ns));
+
+        // Without a namespace every IRI is mapped: other#age now reaches `age`.
+        let (mut p, source) = program(
+            ".decl age(x: symbol, y: symbol)\n.input age(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\")\n",
+        );
+        let (_, load) =
+            load_rdf_for_program(&mut p, &source, &path, &RdfOptions::default()).unwrap();
+        assert_eq!(
+            rows(&p, &load),
+            vec!["age(_:f0_b1, \"42\"^^<http://www.w3.org/2001/XMLSchema#integer>)"]
+        );
+        assert_eq!(load.unmapped, 0);
+        assert_eq!(load.dropped.values().sum::<usize>(), 5);
+    }
+
+    #[test]
+    fn directives_are_checked() {
+        let bad = [
+            (
+                ".decl T(s: symbol, p: symbol)\n.input T(IO=\"rdf\", filename=\"d.nt\")\n",
+                "three symbol columns",
+            ),
+            (
+                ".decl C(x: number)\n.input C(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\")\n",
+                "one symbol column",
+            ),
+        ];
+        for (text, why) in bad {
+            let (p, source) = program(text);
+            let e = program_rdf_targets(&p, &source).unwrap_err();
+            assert!(e.message.contains(why), "{}", e.message);
+            assert_eq!(e.line, 2);
+        }
+        let (p, source) = program(".decl r(x: symbol)\n");
+        assert!(targets_for_program(&p, &source).is_err());
+    }
+
+    #[test]
+    fn read_inputs_reads_a_shared_file_once_and_runs_lenient() {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(dir.path(), "d.nt", &format!("{DATA}this is not a triple\n"));
+        let text = ".decl T(s: symbol, p: symbol, o: symbol)\n.input T(IO=\"rdf\", filename=\"d.nt\", lenient=\"true\")\n\
+                    .decl knows(x: symbol, y: symbol)\n.input knows(IO=\"rdf\", filename=\"d.nt\", mapping=\"vocabulary\")\n";
+        let (mut p, source) = program(text);
+        let loaded = crate::read_inputs(&mut p, &source, dir.path()).unwrap();
+        // One read: one file id, so the blank node is the same symbol in both relations.
+        let knows = p.relation_id("knows").unwrap();
+        let t = p.relation_id("T").unwrap();
+        let of = |r: RelId| loaded.iter().find(|l| l.relation == r).unwrap();
+        let b1 = p.symbols.lookup("_:f0_b1").unwrap();
+        assert!(of(knows).tuples.iter().any(|row| row[1] == b1));
+        assert!(of(t).tuples.iter().any(|row| row[0] == b1));
+        assert_eq!(of(t).tuples.len(), 6);
+        let notes: Vec<&String> = loaded.iter().flat_map(|l| &l.notes).collect();
+        assert!(
+            notes.iter().any(|n| n.contains("skipped 1 malformed")),
+            "{notes:?}"
+        );
+        // Not lenient: the error names the file and line, and nothing is loaded.
+        let (mut p, source) = program(&text.replace(", lenient=\"true\"", ""));
+        let e = crate::read_inputs(&mut p, &source, dir.path()).unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(e.file.ends_with("d.nt"));
+        // IO=rdf needs a filename under `dynalog run`.
+        let (mut p, source) =
+            program(".decl T(s: symbol, p: symbol, o: symbol)\n.input T(IO=\"rdf\")\n");
+        let e = crate::read_inputs(&mut p, &source, dir.path()).unwrap_err();
+        assert!(e.message.contains("filename"), "{}", e.message);
+    }
 }
