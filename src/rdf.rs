@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 use dynalog_analysis::{RelId, Value};
 use dynalog_io::rdf::{self, Mapping, RdfOptions, RdfTarget};
 use dynalog_syntax::SourceFile;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -199,19 +199,26 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         });
     }
     let symbols = &engine.program().symbols;
-    let mut rendered: HashMap<Value, Result<String, String>> = HashMap::new();
-    let mut term = |v: Value| -> Result<String, String> {
-        rendered
-            .entry(v)
-            .or_insert_with(|| rdf::symbol_term(symbols.resolve(v)).map(|t| t.to_string()))
-            .clone()
+    // Each symbol is checked and rendered once.
+    let mut rendered: Vec<Option<Result<String, String>>> = vec![None; symbols.len()];
+    for [s, p, o] in &triples {
+        for v in [*s, *p, *o] {
+            rendered[v as usize]
+                .get_or_insert_with(|| rdf::symbol_term(symbols.resolve(v)).map(|t| t.to_string()));
+        }
+    }
+    let term = |v: Value| -> Result<&str, String> {
+        match &rendered[v as usize] {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(format!("`{}` was not rendered", symbols.resolve(v))),
+        }
     };
     let mut lines: Vec<(String, Value)> = Vec::with_capacity(triples.len());
     let mut unwritable = 0usize;
     let mut first_unwritable = None;
     for [s, p, o] in triples {
-        let line = ntriples_line(&mut term, s, p, o, symbols);
-        match line {
+        match ntriples_line(&term, s, p, o, symbols) {
             Ok(l) => lines.push((l, p)),
             Err(e) => {
                 unwritable += 1;
@@ -256,7 +263,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         let p = engine.program();
         eprintln!("engine: {} ({} worker(s))", engine.name(), args.workers);
         eprintln!(
-            "load: {:.3} s, {batches_read} triples read, {input_facts} facts",
+            "load: {:.3} s, {batches_read} triples read, {input_facts} facts (duplicates included)",
             load_time.as_secs_f64()
         );
         eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
@@ -291,8 +298,8 @@ fn dedup_targets(targets: &[RdfTarget]) -> Vec<&RdfTarget> {
 
 /// One N-Triples line, or why the triple cannot be written (a literal subject, a
 /// predicate that is not an IRI, a symbol that is no RDF term).
-fn ntriples_line(
-    term: &mut impl FnMut(Value) -> Result<String, String>,
+fn ntriples_line<'a>(
+    term: &impl Fn(Value) -> Result<&'a str, String>,
     s: Value,
     p: Value,
     o: Value,
@@ -305,5 +312,10 @@ fn ntriples_line(
     if ps.starts_with('"') || ps.starts_with("_:") {
         return Err(format!("the predicate {ps} is not an IRI"));
     }
-    Ok(format!("{} {} {} .", term(s)?, term(p)?, term(o)?))
+    let (s, p, o) = (term(s)?, term(p)?, term(o)?);
+    let mut line = String::with_capacity(s.len() + p.len() + o.len() + 4);
+    for part in [s, " ", p, " ", o, " ."] {
+        line.push_str(part);
+    }
+    Ok(line)
 }
