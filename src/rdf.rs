@@ -182,6 +182,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         }
     }
     let batches_read = load.read.triples;
+    let unmapped = load.unmapped;
     drop(load);
     let stats = {
         let _spinner = Spinner::start("materializing");
@@ -266,6 +267,9 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             "load: {:.3} s, {batches_read} triples read, {input_facts} facts (duplicates included)",
             load_time.as_secs_f64()
         );
+        if unmapped > 0 {
+            eprintln!("not mapped (outside the namespaces read): {unmapped} triples");
+        }
         eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
         let facts: usize = (0..p.relations.len()).map(|r| engine.len(r as RelId)).sum();
         eprintln!("facts in the materialization: {facts}");

@@ -19,7 +19,9 @@
 //! | literal | its N-Triples form: `"abc"`, `"chat"@fr`, `"5"^^<http://www.w3.org/2001/XMLSchema#integer>` |
 //!
 //! [`term_symbol`] and [`symbol_term`] convert both ways; writing a symbol back gives the
-//! term it was read from.
+//! term it was read from. Anonymous blank nodes (`[]` in Turtle) get a fresh label from
+//! the parser on every read. A non-RDF IRI whose scheme is `rdf`, `rdfs`, `owl` or `xsd`
+//! (as in `rdf:x`, not an IRI anyone uses) would read back as the namespace's IRI.
 //!
 //! **Mappings to facts** ([`Mapping`]), chosen per `.input` directive with `IO="rdf"`:
 //! * `mapping="triples"`: every triple `s p o` becomes `T(s, p, o)` (three symbol columns).
