@@ -284,8 +284,16 @@ pub fn read_triples(
     let base = options.base.clone().unwrap_or_else(|| file_uri(path));
     let base_iri = oxiri::Iri::parse(base.clone())
         .map_err(|e| Diagnostic::line(&name, 1, 1, format!("bad base IRI `{base}`: {e}")))?;
-    let reader = open(path)
+    let mut reader = open(path)
         .map_err(|e| Diagnostic::line(&name, 1, 1, format!("cannot read the file: {e}")))?;
+    // A UTF-8 byte order mark is not in either grammar, but common: skip it.
+    let bom = reader
+        .fill_buf()
+        .map_err(|e| Diagnostic::line(&name, 1, 1, format!("read error: {e}")))?
+        .starts_with(b"\xEF\xBB\xBF");
+    if bom {
+        reader.consume(3);
+    }
     match format {
         RdfFormat::NTriples => read_ntriples(reader, &name, &base_iri, options.lenient, f),
         RdfFormat::Turtle => read_turtle(reader, &name, &base, options.lenient, f),
@@ -1062,6 +1070,11 @@ _:b1 <http://ex.org/voc#name> "plain"^^<http://www.w3.org/2001/XMLSchema#string>
         assert_eq!(RdfFormat::from_path(&path), Some(RdfFormat::NTriples));
         let (t, _) = triples_of(&path, &RdfOptions::default()).unwrap();
         assert_eq!(t.len(), 6);
+        // A byte order mark before the first line is skipped, in both syntaxes.
+        for name in ["bom.nt", "bom.ttl"] {
+            let bom = write_file(dir.path(), name, &format!("\u{feff}{DATA}"));
+            assert_eq!(triples_of(&bom, &RdfOptions::default()).unwrap().0.len(), 6);
+        }
         // Not gzip inside: a read error, not a panic.
         let fake = write_file(dir.path(), "fake.ttl.gz", "not gzip");
         assert!(triples_of(&fake, &RdfOptions::default()).is_err());
