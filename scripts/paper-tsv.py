@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Convert the study's inputs in ../shared/paper-data to tab-separated fact files.
 
-Until the RDF loader exists (issue 8), this is how the paper's graphs reach `dynalog run`
-and the ignored round-trip tests:
+For the ignored round-trip tests and `dynalog run` on the study's own rule files (users
+read the LUBM graph directly with `dynalog rdf materialize`, which replaces this
+conversion):
 
     python3 scripts/paper-tsv.py [PAPER_DATA_DIR] [OUT_DIR]     # defaults: ../shared/paper-data /tmp/paper
 

@@ -4,9 +4,11 @@
 //! * `dynalog session`: a live materialization driven by commands on stdin ([`session`]).
 //! * `dynalog serve`: the same behind HTTP/JSON ([`serve`]).
 //! * `dynalog gen`: benchmark data from the deterministic generators ([`r#gen`]).
+//! * `dynalog rdf materialize`: RDF graphs under RhoDF, OWL 2 RL or your rules ([`rdf`]).
 
 mod r#gen;
 mod progress;
+mod rdf;
 mod run;
 mod serve;
 mod session;
@@ -37,6 +39,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Generate benchmark data: LUBM (N-Triples), Erdős–Rényi or R-MAT graphs (fact files).
     Gen(r#gen::GenArgs),
+    /// RDF: materialize an N-Triples/Turtle graph (`dynalog rdf materialize --help`).
+    Rdf(rdf::RdfArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Command::Session(args) => session::session(args),
         Command::Serve(args) => serve::serve(args),
         Command::Gen(args) => r#gen::run(args),
+        Command::Rdf(args) => rdf::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -51,6 +51,9 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     };
     let load_time = load_started.elapsed();
     let input_facts: usize = loaded.iter().map(|l| l.tuples.len()).sum();
+    for note in loaded.iter().flat_map(|l| &l.notes) {
+        eprintln!("{note}");
+    }
 
     let mut engine = dynalog_engines::create(&args.engine, program, args.workers)?;
     for l in &loaded {

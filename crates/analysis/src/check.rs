@@ -412,8 +412,22 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let mut params = BTreeMap::new();
+            let rdf = d.kind == ast::DirectiveKind::Input
+                && d.params
+                    .iter()
+                    .any(|(k, v)| k.name == "IO" && v.as_str() == "rdf");
             for (key, value) in &d.params {
                 let allowed: &[&str] = match d.kind {
+                    // RDF inputs (read by the io crate's `rdf` module).
+                    ast::DirectiveKind::Input if rdf => &[
+                        "IO",
+                        "filename",
+                        "mapping",
+                        "namespace",
+                        "format",
+                        "base",
+                        "lenient",
+                    ],
                     ast::DirectiveKind::Input | ast::DirectiveKind::Output => {
                         &["IO", "filename", "delimiter", "headers"]
                     }
@@ -434,7 +448,9 @@ impl<'a> Checker<'a> {
                     ));
                 }
                 match (key.name.as_str(), value.as_str(), d.kind) {
-                    ("IO", "file", _) | ("IO", "stdout", ast::DirectiveKind::Output) => {}
+                    ("IO", "file", _)
+                    | ("IO", "stdout", ast::DirectiveKind::Output)
+                    | ("IO", "rdf", ast::DirectiveKind::Input) => {}
                     ("IO", other, _) => {
                         return Err(self.err(
                             key.span,
@@ -443,10 +459,25 @@ impl<'a> Checker<'a> {
                                 if d.kind == ast::DirectiveKind::Output {
                                     " or IO=stdout"
                                 } else {
-                                    ""
+                                    " or IO=rdf"
                                 }
                             ),
                         ));
+                    }
+                    ("mapping", v, _) if v != "triples" && v != "vocabulary" => {
+                        return Err(self.err(
+                            key.span,
+                            format!("mapping must be \"triples\" or \"vocabulary\", not {v:?}"),
+                        ));
+                    }
+                    ("format", v, _) if !["ntriples", "turtle", "nt", "ttl"].contains(&v) => {
+                        return Err(self.err(
+                            key.span,
+                            format!("format must be \"ntriples\" or \"turtle\", not {v:?}"),
+                        ));
+                    }
+                    ("lenient", v, _) if v != "true" && v != "false" => {
+                        return Err(self.err(key.span, "lenient must be true or false"));
                     }
                     ("delimiter", v, _) if v.chars().count() != 1 => {
                         return Err(self.err(
@@ -1500,6 +1531,30 @@ mod tests {
             2,
             10,
             "delimiter must be one character",
+        );
+        // RDF inputs take their own options, checked here; others still reject them.
+        let p = check(
+            ".decl t(s: symbol, p: symbol, o: symbol)\n.input t(IO=rdf, filename=\"d.nt\", mapping=\"triples\", format=\"ntriples\", base=\"http://b/\", lenient=\"true\")\n",
+        )
+        .unwrap();
+        assert_eq!(p.relations[0].inputs[0].get("mapping"), Some("triples"));
+        check_err(
+            ".decl t(s: symbol)\n.input t(IO=rdf, mapping=\"tables\")\n",
+            2,
+            18,
+            "mapping must be \"triples\" or \"vocabulary\"",
+        );
+        check_err(
+            ".decl t(s: symbol)\n.input t(IO=rdf, format=\"rdfxml\")\n",
+            2,
+            18,
+            "format must be",
+        );
+        check_err(
+            ".decl t(s: symbol)\n.input t(mapping=\"triples\")\n",
+            2,
+            10,
+            "option `mapping` is not supported",
         );
         check_err(
             ".decl e(x: number) eqrel\n",

@@ -5,6 +5,8 @@
 //! * `.output r` writes `OUT_DIR/r.csv`, tab-separated, one fact per line, sorted; with
 //!   `-D -` or `IO=stdout` the relation is printed to standard output instead.
 //! * `.printsize r` prints `r<TAB>count`.
+//! * `.input r(IO="rdf", filename="data.nt", mapping="triples"|"vocabulary")` reads an
+//!   N-Triples or Turtle file ([`rdf`]); relations naming the same file share one read.
 //!
 //! Values are interned here, at the edge: symbols go into the program's
 //! [`SymbolTable`], numbers are parsed to their 32-bit patterns. A file is read
@@ -15,6 +17,8 @@ use dynalog_analysis::{IoSpec, Program, RelId, Relation, SymbolTable, Type, Valu
 use dynalog_syntax::{Diagnostic, SourceFile};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+
+pub mod rdf;
 
 /// Tuples of one relation, stored flat (`arity` values per tuple).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,6 +63,8 @@ pub struct Loaded {
     pub relation: RelId,
     pub path: PathBuf,
     pub tuples: Tuples,
+    /// Remarks for the user (RDF: skipped malformed lines, dropped facts).
+    pub notes: Vec<String>,
 }
 
 fn delimiter_of(spec: &IoSpec) -> char {
@@ -82,10 +88,42 @@ pub fn read_inputs(
     source: &SourceFile,
     fact_dir: &Path,
 ) -> Result<Vec<Loaded>, Diagnostic> {
+    read_inputs_with(program, source, fact_dir, &rdf::RdfOptions::default())
+}
+
+/// [`read_inputs`] with defaults for RDF inputs (`--base`, `--lenient`); a directive's
+/// own `base=`, `lenient=` and `format=` take precedence. An RDF file named by several
+/// directives is read once.
+pub fn read_inputs_with(
+    program: &mut Program,
+    source: &SourceFile,
+    fact_dir: &Path,
+    rdf_defaults: &rdf::RdfOptions,
+) -> Result<Vec<Loaded>, Diagnostic> {
     let mut out = Vec::new();
+    // RDF files in order of first mention: (path, first directive, targets).
+    let mut rdf_files: Vec<(PathBuf, IoSpec, Vec<rdf::RdfTarget>)> = Vec::new();
     for id in 0..program.relations.len() {
         let rel = program.relations[id].clone();
         for spec in &rel.inputs {
+            if rdf::is_rdf_spec(spec) {
+                let target = rdf::rdf_target(program, source, id as RelId, spec)?;
+                let Some(path) = rdf::rdf_path(fact_dir, spec) else {
+                    return Err(Diagnostic::at(
+                        source,
+                        spec.span,
+                        format!(
+                            "the RDF input of `{}` needs `filename=\"...\"` (an .nt or .ttl file, optionally .gz)",
+                            rel.name
+                        ),
+                    ));
+                };
+                match rdf_files.iter_mut().find(|(p, _, _)| *p == path) {
+                    Some((_, _, targets)) => targets.push(target),
+                    None => rdf_files.push((path, spec.clone(), vec![target])),
+                }
+                continue;
+            }
             let path = input_path(fact_dir, &rel, spec);
             let optional = spec.get("optional") == Some("true");
             if optional && !path.exists() {
@@ -114,6 +152,39 @@ pub fn read_inputs(
                 relation: id as RelId,
                 path,
                 tuples,
+                notes: Vec::new(),
+            });
+        }
+    }
+    for (file_id, (path, spec, targets)) in rdf_files.into_iter().enumerate() {
+        if !path.exists() {
+            return Err(Diagnostic::at(
+                source,
+                spec.span,
+                format!(
+                    "cannot read the RDF input `{}`: no such file",
+                    path.display()
+                ),
+            ));
+        }
+        let mut options = rdf::options_of(&spec, rdf_defaults);
+        options.file_id = file_id as u32;
+        let load = rdf::load_rdf(program, &path, &targets, &options)?;
+        let mut notes = load.notes(&path.display().to_string());
+        for (relation, tuples) in load.batches {
+            out.push(Loaded {
+                relation,
+                path: path.clone(),
+                tuples,
+                notes: std::mem::take(&mut notes),
+            });
+        }
+        if !notes.is_empty() {
+            out.push(Loaded {
+                relation: targets[0].relation,
+                path: path.clone(),
+                tuples: Tuples::new(program.relation(targets[0].relation).arity()),
+                notes,
             });
         }
     }

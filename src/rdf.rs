@@ -1,0 +1,325 @@
+//! `dynalog rdf materialize DATA.nt[.gz] --rules rhodf|owl2rl|FILE.dl [-o OUT.nt] [--all]
+//! [--stats] [--base IRI] [--lenient] [--engine NAME] [-w N]`
+//!
+//! Loads an N-Triples or Turtle file with the mapping the rule program declares
+//! (`dynalog_io::rdf`), materializes, and prints the inferred triples (or, with `--all`,
+//! every triple of the materialization) as sorted N-Triples. The built-in programs
+//! `rhodf` (triples into `T`) and `owl2rl` (the univ-bench vocabulary mapping) live in
+//! `programs/` and are embedded in the binary. A `FILE.dl` reads the data through its
+//! `IO="rdf"` input directives (their `filename` is ignored: the data is `DATA`), or, if
+//! it has none, as triples into its relation `T`; only the relations those directives
+//! feed are written back as triples.
+
+use crate::progress::Spinner;
+use clap::{Args, Subcommand};
+use dynalog_analysis::{RelId, Value};
+use dynalog_io::rdf::{self, Mapping, RdfOptions, RdfTarget};
+use dynalog_syntax::SourceFile;
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// RhoDF over `T(s, p, o)`.
+pub const RHODF: &str = include_str!("../programs/rhodf.dl");
+/// OWL 2 RL specialised to LUBM's univ-bench ontology, vocabulary mapping.
+pub const OWL2RL: &str = include_str!("../programs/owl2rl.dl");
+
+#[derive(Args, Debug)]
+pub struct RdfArgs {
+    #[command(subcommand)]
+    pub command: RdfCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RdfCommand {
+    /// Materialize an RDF graph under RhoDF, OWL 2 RL (LUBM) or your own rules.
+    Materialize(MaterializeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MaterializeArgs {
+    /// The data: N-Triples (.nt) or Turtle (.ttl), optionally gzipped (.gz).
+    pub data: PathBuf,
+    /// `rhodf`, `owl2rl` (LUBM's univ-bench vocabulary) or a Datalog file.
+    #[arg(long)]
+    pub rules: String,
+    /// Write the triples to this file instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Print every triple of the materialization, not only the inferred ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Print load and evaluation figures and the triples per predicate to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Base IRI for relative IRIs such as `<>` (default: the data file's file:// URI).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Skip malformed lines (counted on stderr) instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Evaluation engine.
+    #[arg(long, default_value = "seminaive", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
+    pub engine: String,
+    /// Worker threads (used by engines that run in parallel).
+    #[arg(short = 'w', long = "workers", default_value_t = 1)]
+    pub workers: usize,
+}
+
+pub fn run(args: RdfArgs) -> Result<(), String> {
+    match args.command {
+        RdfCommand::Materialize(m) => materialize(m),
+    }
+}
+
+/// The text and display name of `--rules`.
+fn rules_source(rules: &str) -> Result<SourceFile, String> {
+    Ok(match rules {
+        "rhodf" => SourceFile::new("<built-in rhodf.dl>", RHODF),
+        "owl2rl" => SourceFile::new("<built-in owl2rl.dl>", OWL2RL),
+        path => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "error: cannot read the rules `{path}`: {e} (built-in programs: rhodf, owl2rl)"
+                )
+            })?;
+            SourceFile::new(path, text)
+        }
+    })
+}
+
+/// How the facts of one relation become triples.
+enum Shape {
+    /// `T(s, p, o)`.
+    Triple,
+    /// `C(x)`: `x rdf:type C`, with C's symbol.
+    Class(Value),
+    /// `p(s, o)`: `s p o`, with p's symbol.
+    Property(Value),
+}
+
+fn materialize(args: MaterializeArgs) -> Result<(), String> {
+    if args.workers == 0 {
+        return Err("error: --workers must be at least 1".into());
+    }
+    let started = Instant::now();
+    let source = rules_source(&args.rules)?;
+    let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
+    let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
+
+    let options = RdfOptions {
+        base: args.base.clone(),
+        lenient: args.lenient,
+        format: None,
+        file_id: 0,
+    };
+    let load_started = Instant::now();
+    let (targets, load) = {
+        let _spinner = Spinner::start("loading RDF");
+        rdf::load_rdf_for_program(&mut program, &source, &args.data, &options)
+            .map_err(|d| d.to_string())?
+    };
+    let load_time = load_started.elapsed();
+    for note in load.notes(&args.data.display().to_string()) {
+        eprintln!("{note}");
+    }
+
+    // The triple shape of each target relation. A class or property symbol not yet in
+    // the table is interned now, before the program moves into the engine.
+    let mut shapes: Vec<(RelId, Shape)> = Vec::new();
+    for t in dedup_targets(&targets) {
+        let shape = match &t.mapping {
+            Mapping::Triples => Shape::Triple,
+            Mapping::Vocabulary { namespace } => {
+                let rel = program.relation(t.relation);
+                let Some(ns) = namespace
+                    .clone()
+                    .or_else(|| load.namespaces.get(&t.relation).cloned())
+                else {
+                    eprintln!(
+                        "warning: `{}` has no namespace= and no facts in the data: its facts cannot be named as triples and are not written",
+                        rel.name
+                    );
+                    continue;
+                };
+                let symbol = rdf::iri_symbol(&format!("{ns}{}", rel.name));
+                let arity = rel.arity();
+                let id = program.symbols.intern(&symbol);
+                if arity == 1 {
+                    Shape::Class(id)
+                } else {
+                    Shape::Property(id)
+                }
+            }
+        };
+        shapes.push((t.relation, shape));
+    }
+    let rdf_type = program.symbols.intern("rdf:type");
+    let to_triple = |shape: &Shape, t: &[Value]| -> [Value; 3] {
+        match shape {
+            Shape::Triple => [t[0], t[1], t[2]],
+            Shape::Class(c) => [t[0], rdf_type, *c],
+            Shape::Property(p) => [t[0], *p, t[1]],
+        }
+    };
+
+    // The input triples, to tell inferred ones apart.
+    let mut input: HashSet<[Value; 3]> = HashSet::new();
+    if !args.all {
+        for (rel, tuples) in &load.batches {
+            for (_, shape) in shapes.iter().filter(|(r, _)| r == rel) {
+                input.extend(tuples.iter().map(|t| to_triple(shape, t)));
+            }
+        }
+    }
+    let input_facts = load.facts();
+
+    let mut engine = dynalog_engines::create(&args.engine, program, args.workers)?;
+    for (rel, tuples) in &load.batches {
+        for t in tuples.iter() {
+            engine.insert(*rel, t);
+        }
+    }
+    let batches_read = load.read.triples;
+    let unmapped = load.unmapped;
+    drop(load);
+    let stats = {
+        let _spinner = Spinner::start("materializing");
+        engine.commit().map_err(|e| format!("error: {e}"))?
+    };
+
+    let write_started = Instant::now();
+    let mut triples: HashSet<[Value; 3]> = HashSet::new();
+    for (rel, shape) in &shapes {
+        engine.for_each_fact(*rel, &mut |t| {
+            let triple = to_triple(shape, t);
+            if args.all || !input.contains(&triple) {
+                triples.insert(triple);
+            }
+        });
+    }
+    let symbols = &engine.program().symbols;
+    // Each symbol is checked and rendered once.
+    let mut rendered: Vec<Option<Result<String, String>>> = vec![None; symbols.len()];
+    for [s, p, o] in &triples {
+        for v in [*s, *p, *o] {
+            rendered[v as usize]
+                .get_or_insert_with(|| rdf::symbol_term(symbols.resolve(v)).map(|t| t.to_string()));
+        }
+    }
+    let term = |v: Value| -> Result<&str, String> {
+        match &rendered[v as usize] {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(format!("`{}` was not rendered", symbols.resolve(v))),
+        }
+    };
+    let mut lines: Vec<(String, Value)> = Vec::with_capacity(triples.len());
+    let mut unwritable = 0usize;
+    let mut first_unwritable = None;
+    for [s, p, o] in triples {
+        match ntriples_line(&term, s, p, o, symbols) {
+            Ok(l) => lines.push((l, p)),
+            Err(e) => {
+                unwritable += 1;
+                first_unwritable.get_or_insert(e);
+            }
+        }
+    }
+    lines.sort_unstable();
+    if unwritable > 0 {
+        eprintln!(
+            "warning: {unwritable} fact(s) are not RDF triples and were not written; the first: {}",
+            first_unwritable.unwrap_or_default()
+        );
+    }
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        for (line, _) in &lines {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()
+    };
+    match &args.output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?;
+            write(&mut std::io::BufWriter::new(file))
+                .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            if let Err(e) = write(&mut out)
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(format!("error: {e}"));
+            }
+        }
+    }
+    let write_time = write_started.elapsed();
+
+    if args.stats {
+        let p = engine.program();
+        eprintln!("engine: {} ({} worker(s))", engine.name(), args.workers);
+        eprintln!(
+            "load: {:.3} s, {batches_read} triples read, {input_facts} facts (duplicates included)",
+            load_time.as_secs_f64()
+        );
+        if unmapped > 0 {
+            eprintln!("not mapped (outside the namespaces read): {unmapped} triples");
+        }
+        eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
+        let facts: usize = (0..p.relations.len()).map(|r| engine.len(r as RelId)).sum();
+        eprintln!("facts in the materialization: {facts}");
+        eprintln!("output: {:.3} s", write_time.as_secs_f64());
+        eprintln!(
+            "{} triples written ({}):",
+            lines.len(),
+            if args.all { "all" } else { "inferred" }
+        );
+        let mut per_predicate: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, pred) in &lines {
+            *per_predicate.entry(p.symbols.resolve(*pred)).or_default() += 1;
+        }
+        for (pred, n) in per_predicate {
+            eprintln!("  {n}\t{pred}");
+        }
+        eprintln!("total: {:.3} s", started.elapsed().as_secs_f64());
+        if let Some(peak) = crate::run::peak_rss_bytes() {
+            eprintln!("peak memory: {:.1} MB", peak as f64 / 1e6);
+        }
+    }
+    Ok(())
+}
+
+/// Targets with each relation once (a relation may have several RDF directives).
+fn dedup_targets(targets: &[RdfTarget]) -> Vec<&RdfTarget> {
+    let mut seen = HashSet::new();
+    targets.iter().filter(|t| seen.insert(t.relation)).collect()
+}
+
+/// One N-Triples line, or why the triple cannot be written (a literal subject, a
+/// predicate that is not an IRI, a symbol that is no RDF term).
+fn ntriples_line<'a>(
+    term: &impl Fn(Value) -> Result<&'a str, String>,
+    s: Value,
+    p: Value,
+    o: Value,
+    symbols: &dynalog_analysis::SymbolTable,
+) -> Result<String, String> {
+    let (ss, ps) = (symbols.resolve(s), symbols.resolve(p));
+    if ss.starts_with('"') {
+        return Err(format!("the subject {ss} is a literal"));
+    }
+    if ps.starts_with('"') || ps.starts_with("_:") {
+        return Err(format!("the predicate {ps} is not an IRI"));
+    }
+    let (s, p, o) = (term(s)?, term(p)?, term(o)?);
+    let mut line = String::with_capacity(s.len() + p.len() + o.len() + 4);
+    for part in [s, " ", p, " ", o, " ."] {
+        line.push_str(part);
+    }
+    Ok(line)
+}
