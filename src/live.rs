@@ -124,6 +124,8 @@ pub struct Materialization {
     engine: Box<dyn Engine>,
     staged: Vec<StagedFact>,
     commits: u64,
+    /// RDF files loaded so far, numbered for their blank nodes.
+    rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
 }
 
 impl Materialization {
@@ -152,6 +154,7 @@ impl Materialization {
             engine,
             staged: Vec::new(),
             commits: 0,
+            rdf_files: Default::default(),
         })
     }
 
@@ -176,8 +179,11 @@ impl Materialization {
     }
 
     /// Stage the insertion (`insert`) or deletion of every fact of a file, in the
-    /// format of the relation's `.input` directive (tab-separated by default). Nothing
-    /// is staged if the file has a bad line. Returns the number of facts read.
+    /// format of the relation's `.input` directive (tab-separated by default). RDF files
+    /// (`.nt`, `.ttl`, optionally gzipped) are read as the program maps RDF: through its
+    /// `IO="rdf"` inputs for `relation` (all of its vocabulary inputs if `relation` is
+    /// one of them), or every triple into `relation` when it has three symbol columns.
+    /// Nothing is staged if the file has a bad line. Returns the number of facts read.
     pub fn stage_file(
         &mut self,
         relation: &str,
@@ -185,17 +191,85 @@ impl Materialization {
         insert: bool,
     ) -> Result<usize, Error> {
         let rel = self.relation_id(relation)?;
+        let located = |d: Diagnostic| match d.line {
+            0 => Error::msg(d.message),
+            _ => Error::msg(format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message)),
+        };
+        if dynalog_io::rdf::RdfFormat::from_path(path).is_some() {
+            let batches = self.read_rdf(rel, path).map_err(located)?;
+            let mut n = 0;
+            for (r, tuples) in batches {
+                for t in tuples.iter() {
+                    self.staged.push((insert, r, t.to_vec()));
+                    n += 1;
+                }
+            }
+            return Ok(n);
+        }
         let relation = self.program().relation(rel).clone();
-        let tuples = dynalog_io::read_relation_file(path, &relation, &mut self.symbols).map_err(
-            |d| match d.line {
-                0 => Error::msg(d.message),
-                _ => Error::msg(format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message)),
-            },
-        )?;
+        let tuples =
+            dynalog_io::read_relation_file(path, &relation, &mut self.symbols).map_err(located)?;
         for t in tuples.iter() {
             self.staged.push((insert, rel, t.to_vec()));
         }
         Ok(tuples.len())
+    }
+
+    /// Read an RDF file for `rel` (see [`Materialization::stage_file`]).
+    fn read_rdf(
+        &mut self,
+        rel: RelId,
+        path: &Path,
+    ) -> Result<Vec<(RelId, dynalog_io::Tuples)>, Diagnostic> {
+        use dynalog_io::rdf::{Mapping, RdfOptions, RdfTarget};
+        let file = SourceFile::new(self.name.clone(), self.text.clone());
+        let declared =
+            dynalog_io::rdf::targets_for_program(self.program(), &file).unwrap_or_default();
+        let mut targets: Vec<RdfTarget> = declared
+            .iter()
+            .filter(|t| t.relation == rel)
+            .cloned()
+            .collect();
+        if targets
+            .iter()
+            .any(|t| matches!(t.mapping, Mapping::Vocabulary { .. }))
+        {
+            targets = declared
+                .into_iter()
+                .filter(|t| matches!(t.mapping, Mapping::Vocabulary { .. }))
+                .collect();
+        }
+        if targets.is_empty() {
+            let r = self.program().relation(rel);
+            if r.arity() != 3 || r.types.iter().any(|&t| t != Type::Symbol) {
+                return Err(Diagnostic::line(
+                    path.display().to_string(),
+                    0,
+                    0,
+                    format!(
+                        "`{}` takes no RDF: it has no `IO=\"rdf\"` input and is not a relation of three symbols",
+                        r.name
+                    ),
+                ));
+            }
+            targets.push(RdfTarget {
+                relation: rel,
+                mapping: Mapping::Triples,
+            });
+        }
+        // The same file gets the same blank-node names each time, so it can be unloaded.
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let next = self.rdf_files.len() as u32;
+        let file_id = *self.rdf_files.entry(key).or_insert(next);
+        let options = RdfOptions {
+            file_id,
+            ..Default::default()
+        };
+        let mut program = self.program().clone();
+        program.symbols = std::mem::take(&mut self.symbols);
+        let load = dynalog_io::rdf::load_rdf(&mut program, path, &targets, &options);
+        self.symbols = std::mem::take(&mut program.symbols);
+        Ok(load?.batches)
     }
 
     /// The program as of the last commit.

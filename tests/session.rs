@@ -160,3 +160,8 @@ fn an_uncommitted_transaction_at_the_end_is_reported() {
     assert!(ok);
     assert!(stderr.contains("uncommitted"), "{stderr}");
 }
+
+#[test]
+fn session_rdf_files_load_and_unload() {
+    check_script("rdf", false);
+}
