@@ -237,3 +237,98 @@ fn a_program_that_does_not_load_is_an_error_before_listening() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("edge.facts"));
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn readers_are_answered_during_a_large_transaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chain: String = (0..1000)
+        .map(|i| format!("{}\t{}\n", 100 + i, 101 + i))
+        .collect();
+    let file = dir.path().join("chain.facts");
+    std::fs::write(&file, chain).expect("writes");
+    let server = start(&["examples/tc.dl", "-F", "examples/tc"]);
+    let body = format!("load edge {}\n", file.display());
+    let (_, before) = request(&server, "GET", "/relations/path/size", "");
+    let before = json(&before)["size"].as_u64().expect("size");
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| request(&server, "POST", "/transactions", &body));
+        let mut during = 0;
+        let mut sizes = Vec::new();
+        while !writer.is_finished() {
+            let (status, body) = request(&server, "GET", "/relations/path/size", "");
+            assert_eq!(status, 200);
+            let size = json(&body)["size"].as_u64().expect("size");
+            if !writer.is_finished() {
+                during += 1;
+            }
+            sizes.push(size);
+        }
+        let (status, body) = writer.join().expect("writer");
+        assert_eq!(status, 200, "{body}");
+        assert!(during > 0, "no read was answered while the transaction ran");
+        // Readers see the state before or after the transaction, never a part of it.
+        let after = before + 1000 * 1001 / 2;
+        let other: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .filter(|&n| n != before && n != after)
+            .take(5)
+            .collect();
+        assert!(
+            other.is_empty(),
+            "sizes other than {before} and {after}: {other:?}"
+        );
+        let (_, body) = request(&server, "GET", "/relations/path/size", "");
+        assert_eq!(json(&body)["size"], after);
+    });
+}
+
+#[test]
+fn a_thousand_single_fact_transactions_end_in_the_reference_state() {
+    let server = start(&["examples/tc.dl", "-F", "examples/tc", "-w", "2"]);
+    let text = std::fs::read_to_string(root().join("examples/tc.dl")).expect("program");
+    let mut reference =
+        dynalog::Materialization::new("tc.dl", &text, "seminaive", 1).expect("checks");
+    reference
+        .stage_inputs(&root().join("examples/tc"))
+        .expect("inputs");
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..1000 {
+        let r = next();
+        let line = format!(
+            "{} edge({}, {}).",
+            if r % 3 == 0 { '-' } else { '+' },
+            (r >> 8) % 25,
+            (r >> 16) % 25
+        );
+        let (status, body) = request(&server, "POST", "/transactions", &line);
+        assert_eq!(status, 200, "{line}: {body}");
+        assert!(reference.stage_command(&line, &root()).expect("stages"));
+    }
+    reference.commit().expect("reference commits");
+    for rel in ["edge", "path"] {
+        let (_, body) = request(&server, "GET", &format!("/relations/{rel}"), "");
+        let got: Vec<String> = json(&body)["facts"]
+            .as_array()
+            .expect("facts")
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        let want: Vec<String> = reference
+            .dump(rel)
+            .expect("relation")
+            .iter()
+            .map(|(_, t)| {
+                serde_json::json!(t.iter().map(|&v| v as i32).collect::<Vec<_>>()).to_string()
+            })
+            .collect();
+        assert_eq!(got, want, "relation {rel}");
+        assert!(want.len() > 50, "{rel}: a state worth comparing");
+    }
+}
