@@ -43,7 +43,40 @@ enum Command {
     Rdf(rdf::RdfArgs),
 }
 
+/// Panics are reported as one line, not a backtrace: a lost peer process (timely's
+/// network threads are named `timely:recv-N` / `timely:send-N` after the peer) names the
+/// peer; the failures it causes in the local workers are not repeated.
+fn install_panic_hook() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static PEER_LOST: AtomicBool = AtomicBool::new(false);
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("");
+        let peer = name
+            .strip_prefix("timely:recv-")
+            .or_else(|| name.strip_prefix("timely:send-"));
+        if let Some(peer) = peer {
+            if !PEER_LOST.swap(true, Ordering::SeqCst) {
+                eprintln!("error: lost the connection to process {peer}: {message}");
+            }
+        } else if !PEER_LOST.load(Ordering::SeqCst) {
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            eprintln!("error: internal error in thread `{name}`{at}: {message}");
+        }
+    }));
+}
+
 fn main() -> ExitCode {
+    install_panic_hook();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct RunArgs {
     /// The Datalog program (Soufflé syntax, or the study's `head <- [body]` syntax).
     pub program: PathBuf,
@@ -29,12 +30,97 @@ pub struct RunArgs {
     /// Print load time, evaluation time per stratum, fact counts and peak memory to stderr.
     #[arg(long)]
     pub stats: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// timely dataflow's cluster flags: the same command runs in every process.
+#[derive(Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Number of processes of the cluster (differential engine only).
+    #[arg(short = 'n', long = "processes", default_value_t = 1)]
+    pub processes: usize,
+    /// Index of this process, 0..processes; process 0 alone writes outputs.
+    #[arg(short = 'p', long = "process", default_value_t = 0)]
+    pub process: usize,
+    /// File of `host:port` lines, one per process in order (default: localhost:2101, 2102, ...).
+    #[arg(short = 'h', long = "hostfile")]
+    pub hostfile: Option<PathBuf>,
+    /// Seconds to wait for every process to connect.
+    #[arg(long = "connect-timeout", default_value_t = 60.0)]
+    pub connect_timeout: f64,
+}
+
+impl ClusterArgs {
+    /// The cluster to join, `None` for a single process. Errors are user errors.
+    pub fn cluster(&self, engine: &str) -> Result<Option<dynalog_engines::diff::Cluster>, String> {
+        if self.processes == 0 {
+            return Err("error: --processes must be at least 1".into());
+        }
+        if self.process >= self.processes {
+            return Err(format!(
+                "error: --process {} is not below --processes {}",
+                self.process, self.processes
+            ));
+        }
+        if self.processes == 1 {
+            return Ok(None);
+        }
+        if engine != "diff" {
+            return Err(format!(
+                "error: several processes need the differential engine (--engine diff), not `{engine}`"
+            ));
+        }
+        if !(self.connect_timeout > 0.0 && self.connect_timeout.is_finite()) {
+            return Err("error: --connect-timeout must be a positive number of seconds".into());
+        }
+        let hosts: Vec<String> = match &self.hostfile {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("error: cannot read the hostfile `{}`: {e}", path.display()))?
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect(),
+            None => (0..self.processes)
+                .map(|i| format!("localhost:{}", 2101 + i))
+                .collect(),
+        };
+        if hosts.len() < self.processes {
+            return Err(format!(
+                "error: the hostfile names {} process(es), --processes is {}",
+                hosts.len(),
+                self.processes
+            ));
+        }
+        for (i, h) in hosts.iter().enumerate() {
+            if h.rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+                .is_none()
+            {
+                return Err(format!(
+                    "error: hostfile line {}: `{h}` is not host:port",
+                    i + 1
+                ));
+            }
+        }
+        Ok(Some(dynalog_engines::diff::Cluster {
+            processes: self.processes,
+            process: self.process,
+            hosts: hosts[..self.processes].to_vec(),
+            connect_timeout: std::time::Duration::from_secs_f64(self.connect_timeout),
+        }))
+    }
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
     if args.workers == 0 {
         return Err("error: --workers must be at least 1".into());
     }
+    let cluster = args.cluster.cluster(&args.engine)?;
     let text = std::fs::read_to_string(&args.program)
         .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
     let source = SourceFile::new(args.program.display().to_string(), text);
@@ -55,7 +141,14 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         eprintln!("{note}");
     }
 
-    let mut engine = dynalog_engines::create(&args.engine, program, args.workers)?;
+    let writes_outputs = cluster.as_ref().is_none_or(|c| c.process == 0);
+    let mut engine: Box<dyn dynalog_engines::Engine> = match cluster {
+        Some(c) => Box::new(
+            dynalog_engines::diff::Diff::with_cluster(program, args.workers, c)
+                .map_err(|e| format!("error: {e}"))?,
+        ),
+        None => dynalog_engines::create(&args.engine, program, args.workers)?,
+    };
     for l in &loaded {
         for t in l.tuples.iter() {
             engine.insert(l.relation, t);
@@ -73,6 +166,10 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         OutputTarget::Dir(PathBuf::from(&args.output_dir))
     };
     let write_started = Instant::now();
+    if !writes_outputs {
+        // Process 0 of the cluster gathers the materialization and writes it.
+        return Ok(());
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     dynalog_io::write_outputs(

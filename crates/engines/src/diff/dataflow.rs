@@ -266,6 +266,7 @@ pub(crate) fn build<R: Row>(
     tables: Rc<Tables>,
     stages: usize,
     buckets: u32,
+    gather: bool,
 ) -> Handles<R> {
     worker.dataflow::<u32, _, _>(|scope| {
         let (facts_in, base) = scope.new_collection::<R, Mult>();
@@ -465,6 +466,13 @@ pub(crate) fn build<R: Row>(
                 .leave(scope)
         });
 
+        // With several processes, every change is sent to worker 0, whose process
+        // alone holds the whole materialization (and writes outputs).
+        let result = if gather {
+            VecCollection::new(result.inner.exchange(|_| 0))
+        } else {
+            result
+        };
         let out = output.clone();
         let (probe, _) = result
             .inspect_batch(move |_, data| {

@@ -141,6 +141,7 @@ use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 use flatset::FlatSet;
+pub use runtime::Cluster;
 use runtime::{Batch, Runtime};
 use rustc_hash::FxHashMap;
 use std::time::Instant;
@@ -183,9 +184,26 @@ pub struct Diff {
     /// at the end: their facts are retracted by the next commit.
     truncate: Option<usize>,
     failed: Option<String>,
+    /// Several processes, when running as part of a cluster.
+    cluster: Option<Cluster>,
 }
 
 impl Diff {
+    /// [`Diff::new`] as one process of a cluster: every process runs the same program
+    /// and stages the same changes in the same order; each base fact is fed by the one
+    /// worker (of all processes) that owns it, so nothing is counted twice, and the
+    /// changes are gathered to the first worker: only process 0's [`Engine::len`],
+    /// [`Engine::facts`] and [`Diff::last_changes`] describe the materialization (the
+    /// others' are empty). Fails if the peers do not all connect within the cluster's
+    /// timeout.
+    pub fn with_cluster(
+        program: Program,
+        workers: usize,
+        cluster: Cluster,
+    ) -> Result<Diff, EngineError> {
+        Diff::build(program, workers, IDLE_MERGE_EFFORT, Some(cluster))
+    }
+
     /// Create the engine for `program`, with `workers` timely worker threads (at least
     /// one). The program's inline facts are staged: the first [`Engine::commit`]
     /// materializes them. Fails if the workers cannot be started.
@@ -204,6 +222,15 @@ impl Diff {
         program: Program,
         workers: usize,
         idle_merge_effort: Option<isize>,
+    ) -> Result<Diff, EngineError> {
+        Diff::build(program, workers, idle_merge_effort, None)
+    }
+
+    fn build(
+        program: Program,
+        workers: usize,
+        idle_merge_effort: Option<isize>,
+        cluster: Option<Cluster>,
     ) -> Result<Diff, EngineError> {
         let mut diff = Diff {
             program: Program {
@@ -230,6 +257,7 @@ impl Diff {
             rejected: None,
             truncate: None,
             failed: None,
+            cluster,
         };
         diff.set_program(program);
         let shape = compile::shape(&diff.program);
@@ -301,6 +329,7 @@ impl Diff {
             shape.stages.max(MIN_STAGES),
             self.registry.shared.clone(),
             self.idle_merge_effort,
+            self.cluster.as_ref(),
         )
     }
 

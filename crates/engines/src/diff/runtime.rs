@@ -79,13 +79,15 @@ impl Runtime {
         stages: usize,
         shared: Arc<Shared>,
         idle_merge_effort: Option<isize>,
+        cluster: Option<&Cluster>,
     ) -> Result<Runtime, String> {
         let e = idle_merge_effort;
+        let c = cluster.cloned();
         match width {
-            3 => start_typed::<[u32; 3]>(workers, stages, shared, e),
-            4 => start_typed::<[u32; 4]>(workers, stages, shared, e),
-            8 => start_typed::<[u32; 8]>(workers, stages, shared, e),
-            16 => start_typed::<[u32; 16]>(workers, stages, shared, e),
+            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c),
+            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c),
+            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c),
+            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c),
             _ => Err(format!("unsupported row width {width}")),
         }
     }
@@ -167,6 +169,7 @@ fn start_typed<R: Row>(
     stages: usize,
     shared: Arc<Shared>,
     idle_merge_effort: Option<isize>,
+    cluster: Option<Cluster>,
 ) -> Result<Runtime, String> {
     let workers = workers.max(1);
     let (mut senders, mut receivers) = (Vec::new(), Vec::new());
@@ -177,23 +180,78 @@ fn start_typed<R: Row>(
     }
     let (reply_tx, replies) = unbounded::<Reply>();
     let (thread_tx, thread_rx) = unbounded::<(usize, Thread)>();
-    let mut config = timely::Config::process(workers);
+    let (first, gather, communication, timeout) = match &cluster {
+        Some(c) if c.processes > 1 => (
+            c.process * workers,
+            true,
+            timely::CommunicationConfig::Cluster {
+                threads: workers,
+                process: c.process,
+                addresses: c.hosts.clone(),
+                report: false,
+                zerocopy: false,
+            },
+            Some(c.connect_timeout),
+        ),
+        _ => (
+            0,
+            false,
+            timely::CommunicationConfig::Process(workers),
+            None,
+        ),
+    };
+    let mut config = timely::Config {
+        communication,
+        worker: timely::WorkerConfig::default(),
+    };
     differential_dataflow::configure(
         &mut config.worker,
         &differential_dataflow::Config::default().idle_merge_effort(idle_merge_effort),
     );
-    let guards = timely::execute(config, move |worker| {
+    let body = move |worker: &mut Worker| {
         let index = worker.index();
         let _ = thread_tx.send((index, std::thread::current()));
-        let Some(rx) = receivers.get(index).cloned() else {
+        let Some(rx) = index
+            .checked_sub(first)
+            .and_then(|local| receivers.get(local).cloned())
+        else {
             return;
         };
-        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), stages);
-    })?;
+        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), stages, gather);
+    };
+    // Connecting to the other processes blocks until every peer is there: do it on a
+    // thread of its own, so that a peer that never comes is an error after the timeout.
+    let (guards_tx, guards_rx) = unbounded();
+    // timely prints its connection progress ("awaiting connections ...") on standard
+    // output, where a process writing its results to stdout cannot have it: send it to
+    // standard error while connecting.
+    let _quiet = timeout.map(|_| StdoutToStderr::new());
+    std::thread::Builder::new()
+        .name("dynalog-timely-start".into())
+        .spawn(move || {
+            let _ = guards_tx.send(timely::execute(config, body));
+        })
+        .map_err(|e| format!("cannot start the differential workers: {e}"))?;
+    let started = match timeout {
+        Some(t) => guards_rx.recv_timeout(t).map_err(|_| {
+            format!(
+                "could not connect to the other processes within {} s (hosts: {})",
+                t.as_secs_f64(),
+                cluster
+                    .as_ref()
+                    .map(|c| c.hosts.join(", "))
+                    .unwrap_or_default()
+            )
+        })?,
+        None => guards_rx
+            .recv()
+            .map_err(|_| "the differential workers did not start".to_string())?,
+    };
+    let guards = started?;
     let mut threads: Vec<Option<Thread>> = vec![None; workers];
     for _ in 0..workers {
         match thread_rx.recv() {
-            Ok((i, th)) if i < workers => threads[i] = Some(th),
+            Ok((i, th)) if i >= first && i - first < workers => threads[i - first] = Some(th),
             _ => return Err("a differential worker did not start".into()),
         }
     }
@@ -212,6 +270,54 @@ fn start_typed<R: Row>(
     })
 }
 
+/// Standard output redirected to standard error, restored on drop.
+struct StdoutToStderr {
+    saved: libc::c_int,
+}
+
+impl StdoutToStderr {
+    fn new() -> Option<StdoutToStderr> {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup/dup2 on the process's standard descriptors; failures are checked
+        // and leave the descriptors as they were.
+        unsafe {
+            let saved = libc::dup(1);
+            if saved < 0 {
+                return None;
+            }
+            if libc::dup2(2, 1) < 0 {
+                libc::close(saved);
+                return None;
+            }
+            Some(StdoutToStderr { saved })
+        }
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        // SAFETY: restores the descriptor saved in `new`.
+        unsafe {
+            libc::dup2(self.saved, 1);
+            libc::close(self.saved);
+        }
+    }
+}
+
+/// Several processes running one dataflow over timely's TCP communication.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// Number of processes (`-n`).
+    pub processes: usize,
+    /// This process's index, `0..processes` (`-p`).
+    pub process: usize,
+    /// `host:port` of every process, in process order (`-h` hostfile).
+    pub hosts: Vec<String>,
+    /// How long to wait for every peer to connect.
+    pub connect_timeout: std::time::Duration,
+}
+
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
@@ -228,11 +334,12 @@ fn run_worker<R: Row>(
     reply: Sender<Reply>,
     shared: Arc<Shared>,
     stages: usize,
+    gather: bool,
 ) {
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
     let tables = Rc::new(Tables::new(shared));
-    let mut handles = build::<R>(worker, tables, stages, buckets);
+    let mut handles = build::<R>(worker, tables, stages, buckets, gather);
     loop {
         match rx.try_recv() {
             Ok(Cmd::Commit(batch)) => {
