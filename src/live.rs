@@ -620,6 +620,23 @@ impl Materialization {
         format!("{}({}).", r.name, args.join(", "))
     }
 
+    /// The changes users follow: those of the `.output` relations, or of every relation
+    /// when the program declares no output.
+    pub fn shown_changes(&self, changes: &[Change]) -> Vec<Change> {
+        let p = self.program();
+        let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
+        changes
+            .iter()
+            .filter(|(r, _, _)| {
+                !any_output
+                    || p.relations
+                        .get(*r as usize)
+                        .is_some_and(|rel| !rel.outputs.is_empty())
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Render changes as `+ fact.` / `- fact.` lines.
     pub fn render_changes(&self, changes: &[Change]) -> Vec<String> {
         changes

@@ -284,7 +284,7 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
         view.commits = c.number + 1;
         view.last_commit_ms = c.elapsed.as_secs_f64() * 1e3;
     }
-    let shown = shown(m, &c.changes);
+    let shown = m.shown_changes(&c.changes);
     shared
         .log
         .write()
@@ -296,25 +296,8 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
     shared.committed.send_replace(c.number + 1);
 }
 
-/// The changes clients see: those of the `.output` relations, or of all relations
-/// when the program declares no output.
-fn shown(m: &Materialization, changes: &[Change]) -> Vec<Change> {
-    let p = m.program();
-    let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
-    changes
-        .iter()
-        .filter(|(r, _, _)| {
-            !any_output
-                || p.relations
-                    .get(*r as usize)
-                    .is_some_and(|x| !x.outputs.is_empty())
-        })
-        .cloned()
-        .collect()
-}
-
 fn commit_json(m: &Materialization, c: &Commit) -> Json {
-    let changes = shown(m, &c.changes);
+    let changes = m.shown_changes(&c.changes);
     let (ins, del) = Commit::counts(&changes);
     let p = m.program();
     let rel = |r: u32| {

@@ -78,7 +78,7 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
 
     // Transaction 0: the inputs. Only its summary is printed (it may be large).
     let first = m.commit().map_err(|e| format!("error: {e}"))?;
-    let shown = shown_changes(&m, &first.changes);
+    let shown = m.shown_changes(&first.changes);
     writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
 
     let stdin = std::io::stdin();
@@ -142,7 +142,7 @@ fn command(
             let c = m
                 .commit()
                 .map_err(|e| format!("commit refused: {}", e.message))?;
-            let shown = shown_changes(m, &c.changes);
+            let shown = m.shown_changes(&c.changes);
             if !args.quiet {
                 for l in m.render_changes(&shown) {
                     writeln!(changes_out, "{l}").map_err(io)?;
@@ -205,23 +205,6 @@ fn command(
         }
     }
     Ok(Flow::Continue)
-}
-
-/// The changes users see: those of the `.output` relations, or of every relation when
-/// the program declares no output.
-fn shown_changes(m: &Materialization, changes: &[Change]) -> Vec<Change> {
-    let p = m.program();
-    let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
-    changes
-        .iter()
-        .filter(|(r, _, _)| {
-            !any_output
-                || p.relations
-                    .get(*r as usize)
-                    .is_some_and(|rel| !rel.outputs.is_empty())
-        })
-        .cloned()
-        .collect()
 }
 
 fn summary(c: &Commit, shown: &[Change]) -> String {

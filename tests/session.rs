@@ -5,9 +5,7 @@
 
 mod common;
 
-use common::{dynalog, root};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use common::{dynalog, root, run_session};
 
 /// Replace the `in 12.3 ms` of summary lines by `in T ms`.
 fn mask_times(text: &str) -> String {
@@ -19,30 +17,6 @@ fn mask_times(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
         + "\n"
-}
-
-fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
-        .arg("session")
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dynalog starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
-    let o = child.wait_with_output().expect("dynalog ends");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 fn header<'a>(script: &'a str, key: &str) -> &'a str {

@@ -6,9 +6,7 @@
 
 mod common;
 
-use common::root;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use common::run_session;
 
 const PROGRAM: &str = "tests/sessions/data/reach_negation.dl";
 
@@ -68,23 +66,10 @@ fn script(seed: u64, transactions: usize) -> String {
 }
 
 fn run(engine: &[&str], input: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
-        .args(["session", PROGRAM])
-        .args(engine)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dynalog starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("writes");
-    let o = child.wait_with_output().expect("ends");
-    String::from_utf8_lossy(&o.stdout)
+    let mut args = vec![PROGRAM];
+    args.extend_from_slice(engine);
+    let (_, stdout, _) = run_session(&args, input);
+    stdout
         .lines()
         .map(|l| match (l.starts_with("commit "), l.rfind(" in ")) {
             (true, Some(i)) => l[..i].to_string(),

@@ -49,3 +49,31 @@ pub fn run_program(
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// Run `dynalog session ARGS` with `input` on its standard input; returns (exit ok,
+/// stdout, stderr).
+pub fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .arg("session")
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dynalog starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let o = child.wait_with_output().expect("dynalog ends");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
