@@ -33,23 +33,13 @@ use dynalog_engines::Change;
 use serde_json::{Value as Json, json};
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock, mpsc};
 use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The Datalog program (Soufflé syntax, or the study's `head <- [body]` syntax).
-    pub program: PathBuf,
-    /// Folder of input facts (and of files named by `load`/`unload`).
-    #[arg(short = 'F', long = "fact-dir", default_value = ".")]
-    pub fact_dir: PathBuf,
-    /// Worker threads of the engine.
-    #[arg(short = 'w', long = "workers", default_value_t = 1)]
-    pub workers: usize,
-    /// Evaluation engine.
-    #[arg(long, default_value = "diff", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
-    pub engine: String,
+    #[command(flatten)]
+    pub live: crate::session::LiveArgs,
     /// Address to listen on (only this address is bound; port 0 picks a free port,
     /// printed at startup).
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -97,23 +87,15 @@ struct Job {
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), String> {
-    if args.workers == 0 {
-        return Err("error: --workers must be at least 1".into());
-    }
-    let text = std::fs::read_to_string(&args.program)
-        .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
-    let name = args.program.display().to_string();
-
     // The engine lives on its own thread; it reports whether the program loaded.
     let (jobs, job_rx) = mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Shared>, String>>();
     let (committed, _) = tokio::sync::watch::channel(0u64);
-    let (engine, fact_dir, workers) = (args.engine.clone(), args.fact_dir.clone(), args.workers);
+    let live = args.live.clone();
+    let fact_dir = live.fact_dir.clone();
     let engine_thread = std::thread::spawn(move || {
         let start = || -> Result<(Materialization, Commit), String> {
-            let mut m =
-                Materialization::new(&name, &text, &engine, workers).map_err(|e| e.to_string())?;
-            m.stage_inputs(&fact_dir).map_err(|e| e.to_string())?;
+            let mut m = live.open()?;
             let first = m.commit().map_err(|e| format!("error: {e}"))?;
             Ok((m, first))
         };

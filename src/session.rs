@@ -17,19 +17,44 @@ use dynalog_engines::Change;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-#[derive(Args, Debug)]
-pub struct SessionArgs {
+/// What `session` and `serve` share: the program, its facts and the engine.
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
     /// The Datalog program (Soufflé syntax, or the study's `head <- [body]` syntax).
     pub program: PathBuf,
-    /// Folder of input facts: `.input r` reads `FACT_DIR/r.facts`.
+    /// Folder of input facts (`.input r` reads `FACT_DIR/r.facts`) and of the files
+    /// named by `load`/`unload`.
     #[arg(short = 'F', long = "fact-dir", default_value = ".")]
     pub fact_dir: PathBuf,
-    /// Worker threads.
+    /// Worker threads of the engine.
     #[arg(short = 'w', long = "workers", default_value_t = 1)]
     pub workers: usize,
     /// Evaluation engine.
     #[arg(long, default_value = "diff", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
     pub engine: String,
+}
+
+impl LiveArgs {
+    /// Check the arguments, read and check the program, start the engine and stage the
+    /// program's inputs (the first transaction, not yet committed).
+    pub fn open(&self) -> Result<Materialization, String> {
+        if self.workers == 0 {
+            return Err("error: --workers must be at least 1".into());
+        }
+        let text = std::fs::read_to_string(&self.program)
+            .map_err(|e| format!("error: cannot read `{}`: {e}", self.program.display()))?;
+        let name = self.program.display().to_string();
+        let mut m = Materialization::new(&name, &text, &self.engine, self.workers)
+            .map_err(|e| e.to_string())?;
+        m.stage_inputs(&self.fact_dir).map_err(|e| e.to_string())?;
+        Ok(m)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Print only the summary line of each commit, not its changes.
     #[arg(long)]
     pub quiet: bool,
@@ -56,15 +81,7 @@ help                 this list
 quit                 stop (so does the end of the input)";
 
 pub fn session(args: SessionArgs) -> Result<(), String> {
-    if args.workers == 0 {
-        return Err("error: --workers must be at least 1".into());
-    }
-    let text = std::fs::read_to_string(&args.program)
-        .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
-    let name = args.program.display().to_string();
-    let mut m = Materialization::new(&name, &text, &args.engine, args.workers)
-        .map_err(|e| e.to_string())?;
-    m.stage_inputs(&args.fact_dir).map_err(|e| e.to_string())?;
+    let mut m = args.live.open()?;
     let mut changes_out: Box<dyn Write> = match &args.changes {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
@@ -131,7 +148,7 @@ fn command(
         Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
         None => (trimmed, ""),
     };
-    if m.stage_command(line, &args.fact_dir)
+    if m.stage_command(line, &args.live.fact_dir)
         .map_err(|e| e.to_string())?
     {
         return Ok(Flow::Continue);
