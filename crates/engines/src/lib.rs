@@ -26,6 +26,12 @@ pub struct CommitStats {
     pub strata: Vec<StratumStats>,
     /// Wall time of the whole commit.
     pub elapsed: Duration,
+    /// Delete-rederive engines: facts overdeleted by the commit (removed because a
+    /// derivation of theirs used a deleted fact).
+    pub overdeleted: usize,
+    /// Delete-rederive engines: overdeleted facts that are back in the materialization
+    /// after the commit (rederived).
+    pub rederived: usize,
 }
 
 #[derive(Clone, Debug, Default)]
