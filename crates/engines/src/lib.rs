@@ -14,7 +14,10 @@ use dynalog_analysis::{Program, RelId, Value};
 use std::fmt;
 use std::time::Duration;
 
+pub mod chibi;
 pub mod diff;
+pub mod dred;
+pub mod relational;
 pub mod seminaive;
 
 pub use seminaive::Seminaive;
@@ -179,7 +182,7 @@ pub fn difference(
 }
 
 /// Names accepted by `--engine`.
-pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff"];
+pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff", "relational", "chibi"];
 
 /// Create an engine by name.
 pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn Engine>, String> {
@@ -188,6 +191,8 @@ pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn En
         "diff" => Ok(Box::new(
             diff::Diff::new(program, workers).map_err(|e| e.to_string())?,
         )),
+        "relational" => Ok(Box::new(relational::Relational::new(program, workers))),
+        "chibi" => Ok(Box::new(chibi::Chibi::new(program, workers))),
         other => Err(format!(
             "unknown engine `{other}` (available: {})",
             ENGINE_NAMES.join(", ")
