@@ -9,6 +9,14 @@
 //! * [`seminaive`]: the reference evaluator. Semi-naive evaluation stratum by stratum
 //!   with hash indexes on the bound columns of each body atom; a commit re-evaluates
 //!   from the current base facts. Simple and obviously right: the oracle of every test.
+//!
+//! The study's comparison engines:
+//!
+//! * [`relational`]: semi-naive evaluation over hash-indexed relations, maintained
+//!   incrementally by delete-rederive (module [`dred`]), rules evaluated in parallel.
+//! * [`chibi`]: the same delete-rederive maintenance over a deliberately unoptimised
+//!   substitution-based evaluation (apply / unify with every fact / extend, no index).
+//! * [`remat`]: no incremental maintenance: every commit re-evaluates from scratch.
 
 use dynalog_analysis::{Program, RelId, Value};
 use std::fmt;
@@ -18,6 +26,7 @@ pub mod chibi;
 pub mod diff;
 pub mod dred;
 pub mod relational;
+pub mod remat;
 pub mod seminaive;
 
 pub use seminaive::Seminaive;
@@ -182,7 +191,7 @@ pub fn difference(
 }
 
 /// Names accepted by `--engine`.
-pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff", "relational", "chibi"];
+pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff", "relational", "chibi", "remat"];
 
 /// Create an engine by name.
 pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn Engine>, String> {
@@ -193,6 +202,7 @@ pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn En
         )),
         "relational" => Ok(Box::new(relational::Relational::new(program, workers))),
         "chibi" => Ok(Box::new(chibi::Chibi::new(program, workers))),
+        "remat" => Ok(Box::new(remat::Remat::new(program))),
         other => Err(format!(
             "unknown engine `{other}` (available: {})",
             ENGINE_NAMES.join(", ")
