@@ -235,13 +235,13 @@ engine_property!(
     "relational",
     relational_agrees_with_reference,
     relational_agrees_with_reference_long,
-    1000
+    3000
 );
 engine_property!(
     "chibi",
     chibi_agrees_with_reference,
     chibi_agrees_with_reference_long,
-    1000
+    2000
 );
 engine_property!(
     "remat",

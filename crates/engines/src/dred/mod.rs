@@ -846,11 +846,14 @@ mod tests {
     }
 
     fn difference(old: &Db, new: &Db) -> Vec<Change> {
-        let mut out = Vec::new();
-        for (r, (o, n)) in old.iter().zip(new).enumerate() {
-            out.extend(o.difference(n).map(|t| (r as RelId, t.clone(), -1)));
-            out.extend(n.difference(o).map(|t| (r as RelId, t.clone(), 1)));
-        }
+        let facts = |db: &Db, r: RelId, f: &mut dyn FnMut(&[Value])| {
+            db.get(r as usize).into_iter().flatten().for_each(|t| f(t))
+        };
+        let mut out = crate::difference(
+            old.len().max(new.len()),
+            |r, f| facts(old, r, f),
+            |r, f| facts(new, r, f),
+        );
         out.sort();
         out
     }
