@@ -51,6 +51,8 @@ impl Evaluator for ChibiEval {
         variant: usize,
         view: &View<'_>,
         delta: Option<&Store>,
+        // Deliberately unoptimised: every derivation is enumerated.
+        _witness: bool,
         out: &mut Output,
     ) {
         let Some((rule, slots)) = self.rules.get(rule).and_then(|v| v.get(variant)) else {

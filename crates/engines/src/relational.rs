@@ -13,6 +13,9 @@
 //! materialization of each relation is a [`Store`] whose hash indexes are maintained on
 //! every insertion and deletion, so they survive between commits.
 //!
+//! Rederivation needs one derivation per overdeleted fact: when the head's arguments are
+//! all variables or constants, the evaluation of a fact stops at its first derivation.
+//!
 //! # Incremental maintenance
 //!
 //! The materialization is kept between commits. Insertions continue semi-naively from
@@ -62,6 +65,7 @@ impl Evaluator for RelationalEval {
         variant: usize,
         view: &View<'_>,
         delta: Option<&Store>,
+        witness: bool,
         out: &mut Output,
     ) {
         let Some(plan) = self.plans.get(rule).and_then(|v| v.get(variant)) else {
@@ -72,6 +76,8 @@ impl Evaluator for RelationalEval {
             stores: view.stores,
             view,
             delta,
+            witness,
+            found: false,
             slots: vec![0; plan.slots],
             key: Vec::new(),
             tuple: Vec::new(),
@@ -86,6 +92,10 @@ struct Exec<'a, 'o> {
     stores: &'a [Store],
     view: &'a View<'a>,
     delta: Option<&'a Store>,
+    /// Stop at the first derivation of each delta fact (a rederivation).
+    witness: bool,
+    /// A derivation of the current delta fact was found (with `witness`).
+    found: bool,
     slots: Vec<u32>,
     key: Vec<u32>,
     tuple: Vec<u32>,
@@ -127,6 +137,7 @@ impl<'a> Exec<'a, '_> {
                     && let Some(delta) = self.delta
                 {
                     for row in delta.iter() {
+                        self.found = false;
                         if key_matches(&join.access, row, &self.slots) {
                             self.join_row(join, row, pc);
                         }
@@ -136,7 +147,9 @@ impl<'a> Exec<'a, '_> {
                 let rel = join.rel as usize;
                 let stores = self.stores;
                 self.join_store(join, &stores[rel], pc);
-                if let Some((minus, _)) = self.view.old {
+                if let Some((minus, _)) = self.view.old
+                    && !self.found
+                {
                     self.join_store(join, &minus[rel], pc);
                 }
             }
@@ -185,6 +198,9 @@ impl<'a> Exec<'a, '_> {
             Access::Scan => {
                 for row in store.iter() {
                     self.join_row(join, row, pc);
+                    if self.found {
+                        return;
+                    }
                 }
             }
             Access::Member { key } => {
@@ -197,6 +213,9 @@ impl<'a> Exec<'a, '_> {
                 self.fill_key(key);
                 for &id in store.lookup(*index, &self.key) {
                     self.join_row(join, store.row(id), pc);
+                    if self.found {
+                        return;
+                    }
                 }
             }
         }
@@ -223,5 +242,6 @@ impl<'a> Exec<'a, '_> {
             }
         }
         self.out.push(&self.tuple);
+        self.found = self.witness;
     }
 }

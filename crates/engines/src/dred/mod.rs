@@ -109,13 +109,17 @@ pub trait Evaluator: Sync + Sized {
     fn compile(program: &Program, variants: &[Vec<Rule>]) -> (Self, Vec<Vec<Box<[usize]>>>);
 
     /// Evaluate variant `variant` of rule `rule` over `view` (the first literal over
-    /// `delta` when given), pushing the head tuples to `out`.
+    /// `delta` when given), pushing the head tuples to `out`. With `witness`, the head
+    /// is the delta fact itself (a rederivation variant whose head pattern has no
+    /// expression), so one derivation per delta fact is enough; an evaluator may stop
+    /// there.
     fn run(
         &self,
         rule: usize,
         variant: usize,
         view: &View<'_>,
         delta: Option<&Store>,
+        witness: bool,
         out: &mut Output,
     );
 }
@@ -127,8 +131,9 @@ struct RuleInfo {
     /// Per body literal: `(relation, positive, variant)` for atoms and negations.
     lits: Vec<Option<(RelId, bool, usize)>>,
     /// The variant whose first atom is the head pattern (`None`: no head argument is a
-    /// variable or a constant; the rule is then rerun in full).
-    rederive: Option<usize>,
+    /// variable or a constant; the rule is then rerun in full), and whether every head
+    /// argument is (the pattern is the head: one derivation per fact suffices).
+    rederive: Option<(usize, bool)>,
 }
 
 /// The variants of `rule` and where they are.
@@ -172,6 +177,7 @@ fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
             _ => Term::Wildcard,
         })
         .collect();
+    let pattern_has_wildcard = pattern.contains(&Term::Wildcard);
     let rederive = if pattern.iter().any(|t| *t != Term::Wildcard) || pattern.is_empty() {
         let mut body = vec![Literal::Atom(Atom {
             relation: rule.head.relation,
@@ -179,7 +185,7 @@ fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
         })];
         body.extend(rule.body.iter().cloned());
         out.push(with_body(body));
-        Some(out.len() - 1)
+        Some((out.len() - 1, !pattern_has_wildcard))
     } else {
         None
     };
@@ -199,6 +205,8 @@ struct Task<'a> {
     rule: usize,
     variant: usize,
     delta: Option<&'a Store>,
+    /// One derivation per delta fact suffices (see [`Evaluator::run`]).
+    witness: bool,
 }
 
 /// Run the tasks, in parallel over `workers` threads; outputs in task order.
@@ -210,7 +218,7 @@ fn run_tasks<E: Evaluator>(
 ) -> Vec<Output> {
     let run = |t: &Task<'_>| {
         let mut out = Output::default();
-        eval.run(t.rule, t.variant, view, t.delta, &mut out);
+        eval.run(t.rule, t.variant, view, t.delta, t.witness, &mut out);
         out
     };
     if workers <= 1 || tasks.len() <= 1 {
@@ -506,6 +514,7 @@ impl<E: Evaluator> Dred<E> {
                         rule: ri,
                         variant,
                         delta: Some(d),
+                        witness: false,
                     });
                 }
             }
@@ -523,6 +532,7 @@ impl<E: Evaluator> Dred<E> {
                         rule: ri,
                         variant,
                         delta: Some(&delta[rel as usize]),
+                        witness: false,
                     });
                 }
             }
@@ -596,15 +606,17 @@ impl<E: Evaluator> Dred<E> {
             let d = &del[info.head as usize];
             if !d.is_empty() {
                 tasks.push(match info.rederive {
-                    Some(variant) => Task {
+                    Some((variant, witness)) => Task {
                         rule: ri,
                         variant,
                         delta: Some(d),
+                        witness,
                     },
                     None => Task {
                         rule: ri,
                         variant: 0,
                         delta: None,
+                        witness: false,
                     },
                 });
             }
@@ -672,6 +684,7 @@ impl<E: Evaluator> Dred<E> {
                         rule: ri,
                         variant: 0,
                         delta: None,
+                        witness: false,
                     });
                 }
             } else {
