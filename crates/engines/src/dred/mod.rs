@@ -539,6 +539,27 @@ impl<E: Evaluator> Dred<E> {
         }
     }
 
+    /// Run `tasks` over `view` (in parallel) and collect, per relation, the derived head
+    /// tuples that `keep(head relation, tuple)` accepts.
+    fn derive(
+        &self,
+        tasks: &[Task<'_>],
+        view: &View<'_>,
+        mut keep: impl FnMut(usize, &[u32]) -> bool,
+    ) -> Vec<Store> {
+        let outputs = run_tasks(&self.eval, tasks, view, self.workers);
+        let mut kept = empty_stores(&self.program);
+        for (task, out) in tasks.iter().zip(&outputs) {
+            let head = self.rules[task.rule].head as usize;
+            for t in out.tuples(kept[head].arity()) {
+                if keep(head, t) {
+                    kept[head].insert(t);
+                }
+            }
+        }
+        kept
+    }
+
     /// Overdeletion for stratum `s` over the old state; returns the overdeleted facts
     /// per relation (still in the materialization).
     fn overdelete(
@@ -573,17 +594,9 @@ impl<E: Evaluator> Dred<E> {
             if tasks.is_empty() {
                 break;
             }
-            let outputs = run_tasks(&self.eval, &tasks, &view, self.workers);
-            let mut next = empty_stores(&self.program);
-            for (task, out) in tasks.iter().zip(&outputs) {
-                let head = self.rules[task.rule].head as usize;
-                for t in out.tuples(self.stores[head].arity()) {
-                    if self.stores[head].contains(t) && del[head].insert(t) {
-                        next[head].insert(t);
-                    }
-                }
-            }
-            delta = next;
+            delta = self.derive(&tasks, &view, |head, t| {
+                self.stores[head].contains(t) && del[head].insert(t)
+            });
             first = false;
         }
         stats.overdeleted += del.iter().map(Store::len).sum::<usize>();
@@ -625,16 +638,7 @@ impl<E: Evaluator> Dred<E> {
             stores: &self.stores,
             old: None,
         };
-        let outputs = run_tasks(&self.eval, &tasks, &view, self.workers);
-        let mut back = empty_stores(&self.program);
-        for (task, out) in tasks.iter().zip(&outputs) {
-            let head = self.rules[task.rule].head as usize;
-            for t in out.tuples(self.stores[head].arity()) {
-                if del[head].contains(t) {
-                    back[head].insert(t);
-                }
-            }
-        }
+        let mut back = self.derive(&tasks, &view, |head, t| del[head].contains(t));
         for &r in &stratum.relations {
             let r = r as usize;
             for t in del[r].iter() {
@@ -702,16 +706,7 @@ impl<E: Evaluator> Dred<E> {
                 stores: &self.stores,
                 old: None,
             };
-            let outputs = run_tasks(&self.eval, &tasks, &view, self.workers);
-            let mut next = empty_stores(&self.program);
-            for (task, out) in tasks.iter().zip(&outputs) {
-                let head = self.rules[task.rule].head as usize;
-                for t in out.tuples(self.stores[head].arity()) {
-                    if !self.stores[head].contains(t) {
-                        next[head].insert(t);
-                    }
-                }
-            }
+            let next = self.derive(&tasks, &view, |head, t| !self.stores[head].contains(t));
             drop(tasks);
             delta = next;
             first = false;
