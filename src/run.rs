@@ -202,6 +202,12 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             );
         }
         eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
+        if stats.overdeleted > 0 || stats.rederived > 0 {
+            eprintln!(
+                "delete-rederive: {} overdeleted, {} rederived",
+                stats.overdeleted, stats.rederived
+            );
+        }
         eprintln!("output: {:.3} s", write_time.as_secs_f64());
         let counts: Vec<String> = (0..p.relations.len())
             .map(|r| format!("{} {}", p.relations[r].name, engine.len(r as u32)))

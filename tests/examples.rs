@@ -63,6 +63,28 @@ fn examples_diff_two_workers() {
 }
 
 #[test]
+fn examples_relational() {
+    for name in EXAMPLES {
+        check_example(name, "relational", "1");
+        check_example(name, "relational", "2");
+    }
+}
+
+#[test]
+fn examples_chibi() {
+    for name in EXAMPLES {
+        check_example(name, "chibi", "1");
+    }
+}
+
+#[test]
+fn examples_remat() {
+    for name in EXAMPLES {
+        check_example(name, "remat", "1");
+    }
+}
+
+#[test]
 fn outputs_to_stdout_and_printsize() {
     let root = root();
     let (ok, stdout, stderr) = run_program(

@@ -9,12 +9,24 @@
 //! * [`seminaive`]: the reference evaluator. Semi-naive evaluation stratum by stratum
 //!   with hash indexes on the bound columns of each body atom; a commit re-evaluates
 //!   from the current base facts. Simple and obviously right: the oracle of every test.
+//!
+//! The study's comparison engines:
+//!
+//! * [`relational`]: semi-naive evaluation over hash-indexed relations, maintained
+//!   incrementally by delete-rederive (module [`dred`]), rules evaluated in parallel.
+//! * [`chibi`]: the same delete-rederive maintenance over a deliberately unoptimised
+//!   substitution-based evaluation (apply / unify with every fact / extend, no index).
+//! * [`remat`]: no incremental maintenance: every commit re-evaluates from scratch.
 
 use dynalog_analysis::{Program, RelId, Value};
 use std::fmt;
 use std::time::Duration;
 
+pub mod chibi;
 pub mod diff;
+pub mod dred;
+pub mod relational;
+pub mod remat;
 pub mod seminaive;
 
 pub use seminaive::Seminaive;
@@ -26,6 +38,12 @@ pub struct CommitStats {
     pub strata: Vec<StratumStats>,
     /// Wall time of the whole commit.
     pub elapsed: Duration,
+    /// Delete-rederive engines: facts overdeleted by the commit (removed because a
+    /// derivation of theirs used a deleted fact).
+    pub overdeleted: usize,
+    /// Delete-rederive engines: overdeleted facts that are back in the materialization
+    /// after the commit (rederived).
+    pub rederived: usize,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -173,7 +191,7 @@ pub fn difference(
 }
 
 /// Names accepted by `--engine`.
-pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff"];
+pub const ENGINE_NAMES: &[&str] = &["seminaive", "diff", "relational", "chibi", "remat"];
 
 /// Create an engine by name.
 pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn Engine>, String> {
@@ -182,6 +200,9 @@ pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn En
         "diff" => Ok(Box::new(
             diff::Diff::new(program, workers).map_err(|e| e.to_string())?,
         )),
+        "relational" => Ok(Box::new(relational::Relational::new(program, workers))),
+        "chibi" => Ok(Box::new(chibi::Chibi::new(program, workers))),
+        "remat" => Ok(Box::new(remat::Remat::new(program))),
         other => Err(format!(
             "unknown engine `{other}` (available: {})",
             ENGINE_NAMES.join(", ")

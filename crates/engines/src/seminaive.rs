@@ -49,8 +49,8 @@
 //! rows of the result.
 
 mod eval;
-mod plan;
-mod store;
+pub(crate) mod plan;
+pub(crate) mod store;
 
 use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
 use dynalog_analysis::{Program, RelId, Value};

@@ -629,7 +629,11 @@ impl Engine for Diff {
                 }
             })
             .collect();
-        Ok(CommitStats { strata, elapsed })
+        Ok(CommitStats {
+            strata,
+            elapsed,
+            ..CommitStats::default()
+        })
     }
 
     fn len(&self, relation: RelId) -> usize {

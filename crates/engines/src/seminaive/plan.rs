@@ -253,7 +253,7 @@ fn access(
 
 /// The number of slots a rule needs: one per variable name, and (defensively) enough
 /// for every variable id the rule mentions.
-fn slot_count(rule: &Rule) -> usize {
+pub(crate) fn slot_count(rule: &Rule) -> usize {
     use dynalog_analysis::Expr as E;
     fn expr_max(e: &E) -> usize {
         match e {

@@ -1,11 +1,10 @@
-//! Helpers shared by the differential engine's tests: build programs from text, compare
+//! Helpers shared by the engines' tests: build programs from text, compare
 //! the engine with the semi-naive reference.
 
 #![allow(dead_code)]
 
 use dynalog_analysis::{Program, RelId, SymbolTable, Value};
 use dynalog_engines::Engine;
-use dynalog_engines::diff::Diff;
 use dynalog_engines::seminaive::Seminaive;
 use dynalog_syntax::SourceFile;
 use std::collections::BTreeSet;
@@ -47,7 +46,7 @@ pub fn difference(old: &Db, new: &Db) -> Vec<(RelId, Vec<Value>, isize)> {
 }
 
 /// The engine's last changes, sorted.
-pub fn changes(engine: &Diff) -> Vec<(RelId, Vec<Value>, isize)> {
+pub fn changes(engine: &dyn Engine) -> Vec<(RelId, Vec<Value>, isize)> {
     let mut c = engine.last_changes().to_vec();
     c.sort();
     c

@@ -1,15 +1,14 @@
-//! Property test: random programs (recursive, negation in higher strata, constants,
-//! repeated variables, comparisons, arithmetic) and random sequences of commits that
-//! insert and delete facts and add and remove rules. After every commit the
-//! differential engine's materialization equals the reference's from-scratch result,
-//! and its reported changes equal the difference of consecutive reference results.
+//! Property test of every engine: random programs (recursive, negation in higher
+//! strata, constants, repeated variables, comparisons, arithmetic) and random sequences
+//! of commits that insert and delete facts and add and remove rules, run through
+//! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
+//! materialization equals the reference's from-scratch result, and its reported changes
+//! equal the difference of consecutive reference results.
 
 mod diff_common;
 
 use diff_common::*;
 use dynalog_analysis::{Program, RelId, Value};
-use dynalog_engines::Engine;
-use dynalog_engines::diff::Diff;
 use proptest::prelude::*;
 
 const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n\
@@ -120,6 +119,7 @@ fn valid_rules(pool: Vec<String>, empty: &Program) -> Vec<String> {
 }
 
 fn run_case(
+    engine_name: &str,
     pool: Vec<String>,
     start_mask: u32,
     commits: &[Commit],
@@ -129,7 +129,9 @@ fn run_case(
     let pool = &valid_rules(pool, &empty)[..];
     // Start with the selected rules, or none if they do not make a valid program.
     let mut program = build(pool, start_mask, &empty).unwrap_or(empty);
-    let mut engine = Diff::new(program.clone(), workers).expect("starts");
+    let mut engine =
+        dynalog_engines::create(engine_name, program.clone(), workers).expect("starts");
+    engine.track_changes(true);
     let names = ["e", "f", "u"];
     let mut base: Vec<(RelId, Vec<Value>)> = program.facts.clone();
     let mut prev: Db = vec![];
@@ -158,12 +160,13 @@ fn run_case(
         }
         engine.commit().expect("commits");
         let want = reference(&program, &base);
-        let got = snapshot(&engine);
+        let got = snapshot(engine.as_ref());
         for (i, rel) in program.relations.iter().enumerate() {
             prop_assert_eq!(
                 &got[i],
                 &want[i],
-                "relation {} after commit {} ({} workers) of\n{}",
+                "{}: relation {} after commit {} ({} workers) of\n{}",
+                engine_name,
                 rel.name,
                 n,
                 workers,
@@ -176,9 +179,10 @@ fn run_case(
             );
         }
         prop_assert_eq!(
-            changes(&engine),
+            changes(engine.as_ref()),
             difference(&prev, &want),
-            "changes of commit {}",
+            "{}: changes of commit {}",
+            engine_name,
             n
         );
         prev = want;
@@ -186,35 +190,65 @@ fn run_case(
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+/// One default and one long (ignored) property test per engine: `name` runs `cases`
+/// cases, `long` 20,000 (`cargo test --release --test engines_property -- --ignored`).
+macro_rules! engine_property {
+    ($engine:literal, $name:ident, $long:ident, $cases:expr) => {
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: $cases, ..ProptestConfig::default() })]
 
-    #[test]
-    fn diff_agrees_with_reference(
-        pool in rule_pool(),
-        start in any::<u32>(),
-        commits in commits(),
-        workers in 1usize..3,
-    ) {
-        run_case(pool, start, &commits, workers)?;
-    }
+            #[test]
+            fn $name(
+                pool in rule_pool(),
+                start in any::<u32>(),
+                commits in commits(),
+                workers in 1usize..3,
+            ) {
+                run_case($engine, pool, start, &commits, workers)?;
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 20000, ..ProptestConfig::default() })]
+
+            #[test]
+            #[ignore]
+            fn $long(
+                pool in rule_pool(),
+                start in any::<u32>(),
+                commits in commits(),
+                workers in 1usize..3,
+            ) {
+                run_case($engine, pool, start, &commits, workers)?;
+            }
+        }
+    };
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 20000, ..ProptestConfig::default() })]
-
-    /// The long run: `cargo test --release --test diff_property -- --ignored`.
-    #[test]
-    #[ignore]
-    fn diff_agrees_with_reference_long(
-        pool in rule_pool(),
-        start in any::<u32>(),
-        commits in commits(),
-        workers in 1usize..3,
-    ) {
-        run_case(pool, start, &commits, workers)?;
-    }
-}
+engine_property!(
+    "diff",
+    diff_agrees_with_reference,
+    diff_agrees_with_reference_long,
+    3000
+);
+engine_property!(
+    "relational",
+    relational_agrees_with_reference,
+    relational_agrees_with_reference_long,
+    3000
+);
+engine_property!(
+    "chibi",
+    chibi_agrees_with_reference,
+    chibi_agrees_with_reference_long,
+    2000
+);
+engine_property!(
+    "remat",
+    remat_agrees_with_reference,
+    remat_agrees_with_reference_long,
+    1000
+);
 
 #[test]
 fn generator_yields_mostly_valid_programs() {

@@ -1,0 +1,1064 @@
+//! Incremental maintenance by delete-rederive (DRED, Gupta–Mumick), shared by the
+//! `relational` and `chibi` engines; they differ only in how one rule is evaluated
+//! (an [`Evaluator`]).
+//!
+//! # State
+//!
+//! The materialization of every relation (a [`Store`] with the hash indexes the
+//! evaluator asked for) is kept between commits, with the base facts (inline facts plus
+//! insertions minus removals). A commit first applies the staged changes to the base
+//! facts, giving per relation the facts that became base (`B+`) and stopped being base
+//! (`B-`). Relations without rules change exactly like their base facts. Then the strata
+//! are maintained in order; when stratum `S` is reached, every lower relation `L` is
+//! final and its changes of this commit are known: `L+` (facts that appeared) and `L-`
+//! (facts that disappeared).
+//!
+//! # One stratum
+//!
+//! Every rule is compiled in several *variants*, each the body reordered so that one
+//! literal comes first and reads a *delta* (a set of facts) instead of its relation:
+//! a positive atom (`Pos`), a negated atom turned positive with the negation kept in
+//! place (`Neg`: the facts that make the negation change), and the head pattern over
+//! the overdeleted facts (`Rederive`: it binds the head variables first).
+//!
+//! 1. **Overdeletion**, over the *old* state: the stratum's relations are untouched yet,
+//!    lower positive atoms read `L ∪ L-` (a superset of the old `L`) and negations hold
+//!    unless a fact of `L \ L+` (a subset of the old `L`) matches, so every old
+//!    derivation is seen. The seeds are the stratum's `B-` facts, the derivations with a
+//!    lower positive atom in `L-` and those with a lower negated atom in `L+` (the
+//!    negation no longer holds: with negation, a lower *insertion* deletes). Then,
+//!    semi-naively, everything derived with a positive atom over an overdeleted fact is
+//!    overdeleted too. Only facts of the materialization count.
+//! 2. The overdeleted facts are removed from the materialization.
+//! 3. **Rederivation**: an overdeleted fact that is a base fact, or has a one-step
+//!    derivation from the remaining facts and the new lower relations, is put back.
+//! 4. **Insertion**, semi-naive continuation over the new state: the first round's
+//!    delta is the rederived facts and the `B+` facts, plus the derivations with a lower
+//!    positive atom in `L+` or a lower negated atom in `L-` (the negation now holds);
+//!    rounds run until no new fact appears. A fact derived again that had been
+//!    overdeleted is also counted as rederived.
+//!
+//! The stratum's changes are then the facts added that were not there (`S+`) and the
+//! overdeleted facts not put back (`S-`). [`CommitStats::overdeleted`] and
+//! [`CommitStats::rederived`] count, over all strata, the facts overdeleted and those of
+//! them back in the materialization after the commit.
+//!
+//! In every round the tasks (rule variant, delta) are evaluated in parallel by the
+//! engine's workers (rule-level parallelism, `std::thread::scope`; sequentially with one
+//! worker), then their head tuples are merged sequentially.
+//!
+//! # Rule changes and the first commit
+//!
+//! A commit after [`Engine::set_program`] (and the first commit) rematerializes
+//! everything: semi-naive evaluation from the base facts, every rule run in full in the
+//! first round of its stratum. The changes are then the difference of the
+//! materializations before and after.
+
+pub mod store;
+
+use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
+use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+pub use store::Store;
+
+/// The state rule variants read.
+pub struct View<'a> {
+    /// The materialization, per relation.
+    pub stores: &'a [Store],
+    /// In the overdeletion phase, the old state: `(L-, L+)` per relation. Positive atoms
+    /// also read `L-`; negations ignore the facts of `L+`.
+    pub old: Option<(&'a [Store], &'a [Store])>,
+}
+
+impl View<'_> {
+    /// Whether a negation must ignore a fact of the materialization: in the old view,
+    /// the facts of `L+` (they were not there).
+    pub fn hidden(&self, rel: usize, row: &[u32]) -> bool {
+        self.old.is_some_and(|(_, plus)| plus[rel].contains(row))
+    }
+}
+
+/// Head tuples produced by one task, flat (stride = the head's arity).
+#[derive(Debug, Default)]
+pub struct Output {
+    pub data: Vec<u32>,
+    pub count: usize,
+}
+
+impl Output {
+    pub fn push(&mut self, tuple: &[u32]) {
+        self.data.extend_from_slice(tuple);
+        self.count += 1;
+    }
+
+    fn tuples(&self, arity: usize) -> impl Iterator<Item = &[u32]> {
+        (0..self.count).map(move |i| &self.data[i * arity..(i + 1) * arity])
+    }
+}
+
+/// How one rule is evaluated.
+pub trait Evaluator: Sync + Sized {
+    const NAME: &'static str;
+
+    /// Compile the variants of every rule (`variants[rule][v]`; variant 0 is the rule as
+    /// written, the first literal of every other variant is a positive atom that reads
+    /// the delta). Returns the evaluator and the column sets of the indexes the stores
+    /// of each relation must have.
+    fn compile(program: &Program, variants: &[Vec<Rule>]) -> (Self, Vec<Vec<Box<[usize]>>>);
+
+    /// Evaluate variant `variant` of rule `rule` over `view` (the first literal over
+    /// `delta` when given), pushing the head tuples to `out`. With `witness`, the head
+    /// is the delta fact itself (a rederivation variant whose head pattern has no
+    /// expression), so one derivation per delta fact is enough; an evaluator may stop
+    /// there.
+    fn run(
+        &self,
+        rule: usize,
+        variant: usize,
+        view: &View<'_>,
+        delta: Option<&Store>,
+        witness: bool,
+        out: &mut Output,
+    );
+}
+
+/// The variants of one rule (indexes into the rule's variant list).
+#[derive(Clone, Debug)]
+struct RuleInfo {
+    head: RelId,
+    /// Per body literal: `(relation, positive, variant)` for atoms and negations.
+    lits: Vec<Option<(RelId, bool, usize)>>,
+    /// The variant whose first atom is the head pattern (`None`: no head argument is a
+    /// variable or a constant; the rule is then rerun in full), and whether every head
+    /// argument is (the pattern is the head: one derivation per fact suffices).
+    rederive: Option<(usize, bool)>,
+}
+
+/// The variants of `rule` and where they are.
+fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
+    let mut out = vec![rule.clone()];
+    let mut lits = Vec::with_capacity(rule.body.len());
+    let with_body = |body: Vec<Literal>| Rule {
+        body,
+        ..rule.clone()
+    };
+    for (i, lit) in rule.body.iter().enumerate() {
+        match lit {
+            Literal::Atom(a) => {
+                let mut body = vec![lit.clone()];
+                body.extend(
+                    rule.body
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .map(|(_, l)| l.clone()),
+                );
+                lits.push(Some((a.relation, true, out.len())));
+                out.push(with_body(body));
+            }
+            Literal::Not(a) => {
+                let mut body = vec![Literal::Atom(a.clone())];
+                body.extend(rule.body.iter().cloned());
+                lits.push(Some((a.relation, false, out.len())));
+                out.push(with_body(body));
+            }
+            _ => lits.push(None),
+        }
+    }
+    let pattern: Vec<Term> = rule
+        .head
+        .args
+        .iter()
+        .map(|e| match e {
+            Expr::Var(v) => Term::Var(*v),
+            Expr::Const(c) => Term::Const(*c),
+            _ => Term::Wildcard,
+        })
+        .collect();
+    let pattern_has_wildcard = pattern.contains(&Term::Wildcard);
+    let rederive = if pattern.iter().any(|t| *t != Term::Wildcard) || pattern.is_empty() {
+        let mut body = vec![Literal::Atom(Atom {
+            relation: rule.head.relation,
+            args: pattern,
+        })];
+        body.extend(rule.body.iter().cloned());
+        out.push(with_body(body));
+        Some((out.len() - 1, !pattern_has_wildcard))
+    } else {
+        None
+    };
+    (
+        out,
+        RuleInfo {
+            head: rule.head.relation,
+            lits,
+            rederive,
+        },
+    )
+}
+
+/// One unit of parallel work: a rule variant over a delta.
+#[derive(Clone, Copy)]
+struct Task<'a> {
+    rule: usize,
+    variant: usize,
+    delta: Option<&'a Store>,
+    /// One derivation per delta fact suffices (see [`Evaluator::run`]).
+    witness: bool,
+}
+
+/// Run the tasks, in parallel over `workers` threads; outputs in task order.
+fn run_tasks<E: Evaluator>(
+    eval: &E,
+    tasks: &[Task<'_>],
+    view: &View<'_>,
+    workers: usize,
+) -> Vec<Output> {
+    let run = |t: &Task<'_>| {
+        let mut out = Output::default();
+        eval.run(t.rule, t.variant, view, t.delta, t.witness, &mut out);
+        out
+    };
+    if workers <= 1 || tasks.len() <= 1 {
+        return tasks.iter().map(run).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Output)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.min(tasks.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(t) = tasks.get(i) else {
+                            return done;
+                        };
+                        done.push((i, run(t)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, o)| o).collect()
+}
+
+/// A DRED engine over evaluator `E`. See the module documentation.
+pub struct Dred<E: Evaluator> {
+    program: Program,
+    eval: E,
+    rules: Vec<RuleInfo>,
+    specs: Vec<Vec<Box<[usize]>>>,
+    /// Whether a relation has rules (is in a stratum).
+    derived: Vec<bool>,
+    workers: usize,
+    /// The current base facts, per relation (staged changes not applied).
+    base: Vec<Store>,
+    staged: Vec<(bool, RelId, Vec<Value>)>,
+    /// The materialization as of the last commit, per relation.
+    stores: Vec<Store>,
+    /// The next commit rematerializes (first commit, rule change).
+    remat: bool,
+    rejected: Option<String>,
+    track: bool,
+    changes: Vec<Change>,
+}
+
+/// Per relation: an empty store of its arity, without indexes.
+fn empty_stores(program: &Program) -> Vec<Store> {
+    program
+        .relations
+        .iter()
+        .map(|r| Store::new(r.arity()))
+        .collect()
+}
+
+impl<E: Evaluator> Dred<E> {
+    /// A new engine over `program`, evaluating with `workers` threads (at least one).
+    pub fn new(program: Program, workers: usize) -> Dred<E> {
+        let mut base = empty_stores(&program);
+        for (rel, tuple) in &program.facts {
+            if let Some(set) = base.get_mut(*rel as usize) {
+                set.insert(tuple);
+            }
+        }
+        let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
+        Dred {
+            program,
+            eval,
+            rules,
+            specs,
+            derived,
+            workers: workers.max(1),
+            base,
+            staged: Vec::new(),
+            stores: Vec::new(),
+            remat: true,
+            rejected: None,
+            track: false,
+            changes: Vec::new(),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn compile(program: &Program) -> (E, Vec<RuleInfo>, Vec<Vec<Box<[usize]>>>, Vec<bool>) {
+        let (all, rules): (Vec<Vec<Rule>>, Vec<RuleInfo>) =
+            program.rules.iter().map(variants).unzip();
+        let (eval, mut specs) = E::compile(program, &all);
+        specs.resize(program.relations.len(), Vec::new());
+        let mut derived = vec![false; program.relations.len()];
+        for s in &program.strata {
+            for &r in &s.relations {
+                if let Some(d) = derived.get_mut(r as usize) {
+                    *d = true;
+                }
+            }
+        }
+        (eval, rules, specs, derived)
+    }
+
+    /// An empty store of relation `rel` with the indexes the rules read.
+    fn indexed(&self, rel: usize) -> Store {
+        Store::with_indexes(self.program.relations[rel].arity(), &self.specs[rel])
+    }
+
+    /// Stage a change; tuples of an unknown relation or of the wrong arity are ignored.
+    fn stage(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
+        if self
+            .base
+            .get(relation as usize)
+            .is_some_and(|s| s.arity() == tuple.len())
+        {
+            self.staged.push((insert, relation, tuple.to_vec()));
+        }
+    }
+
+    /// Apply the staged changes to the base facts, in order: the net `(B+, B-)` per
+    /// relation.
+    fn apply_staged(&mut self) -> (Vec<Store>, Vec<Store>) {
+        let mut before: HashMap<(RelId, Vec<Value>), bool> = HashMap::new();
+        for (insert, rel, tuple) in std::mem::take(&mut self.staged) {
+            // A relation dropped by a rule change since the change was staged.
+            let Some(set) = self.base.get_mut(rel as usize) else {
+                continue;
+            };
+            let was = set.contains(&tuple);
+            if insert {
+                set.insert(&tuple);
+            } else {
+                set.remove(&tuple);
+            }
+            before.entry((rel, tuple)).or_insert(was);
+        }
+        let mut plus = empty_stores(&self.program);
+        let mut minus = empty_stores(&self.program);
+        for ((rel, tuple), was) in before {
+            let is = self.base[rel as usize].contains(&tuple);
+            if is && !was {
+                plus[rel as usize].insert(&tuple);
+            } else if was && !is {
+                minus[rel as usize].insert(&tuple);
+            }
+        }
+        (plus, minus)
+    }
+
+    /// Evaluate everything from the base facts.
+    fn rematerialize(&mut self, stats: &mut CommitStats) {
+        let old = std::mem::take(&mut self.stores);
+        // The previous materialization is only needed for the changes.
+        let old = if self.track { old } else { Vec::new() };
+        let n = self.program.relations.len();
+        self.stores = (0..n).map(|r| self.indexed(r)).collect();
+        for (store, base) in self.stores.iter_mut().zip(&self.base) {
+            for t in base.iter() {
+                store.insert(t);
+            }
+        }
+        let none = empty_stores(&self.program);
+        for s in 0..self.program.strata.len() {
+            let started = Instant::now();
+            let mut del = empty_stores(&self.program);
+            let mut added = empty_stores(&self.program);
+            let delta = empty_stores(&self.program);
+            let iterations =
+                self.insert_phase(s, true, delta, (&none, &none), &mut del, &mut added, stats);
+            self.stratum_stats(s, iterations, started, stats);
+        }
+        if self.track {
+            let stores = &self.stores;
+            self.changes = crate::difference(
+                n.max(old.len()),
+                |r, f| {
+                    if let Some(s) = old.get(r as usize) {
+                        s.iter().for_each(f)
+                    }
+                },
+                |r, f| {
+                    if let Some(s) = stores.get(r as usize) {
+                        s.iter().for_each(f)
+                    }
+                },
+            );
+        }
+    }
+
+    fn stratum_stats(
+        &self,
+        s: usize,
+        iterations: usize,
+        started: Instant,
+        stats: &mut CommitStats,
+    ) {
+        let rels = &self.program.strata[s].relations;
+        stats.strata.push(StratumStats {
+            relations: rels
+                .iter()
+                .map(|&r| self.program.relation(r).name.clone())
+                .collect(),
+            iterations,
+            facts: rels.iter().map(|&r| self.stores[r as usize].len()).sum(),
+            elapsed: started.elapsed(),
+        });
+    }
+
+    /// Maintain the materialization under the base changes `B+`, `B-`; returns the
+    /// changes per relation `(plus, minus)`.
+    fn maintain(&mut self, bplus: &[Store], bminus: &[Store], stats: &mut CommitStats) {
+        let n = self.program.relations.len();
+        let mut plus = empty_stores(&self.program);
+        let mut minus: Vec<Store> = (0..n).map(|r| self.indexed(r)).collect();
+        for r in (0..n).filter(|&r| !self.derived[r]) {
+            for t in bminus[r].iter() {
+                if self.stores[r].remove(t) {
+                    minus[r].insert(t);
+                }
+            }
+            for t in bplus[r].iter() {
+                if self.stores[r].insert(t) {
+                    plus[r].insert(t);
+                }
+            }
+        }
+        for s in 0..self.program.strata.len() {
+            let started = Instant::now();
+            let mut del = self.overdelete(s, bminus, (&plus, &minus), stats);
+            let mut delta = self.rederive(s, &del);
+            for &r in &self.program.strata[s].relations {
+                let r = r as usize;
+                for t in bplus[r].iter() {
+                    if !self.stores[r].contains(t) {
+                        delta[r].insert(t);
+                    }
+                }
+            }
+            let mut added = empty_stores(&self.program);
+            let iterations = self.insert_phase(
+                s,
+                false,
+                delta,
+                (&plus, &minus),
+                &mut del,
+                &mut added,
+                stats,
+            );
+            for &r in &self.program.strata[s].relations {
+                let r = r as usize;
+                plus[r] = std::mem::take(&mut added[r]);
+                let mut gone = self.indexed(r);
+                for t in del[r].iter() {
+                    gone.insert(t);
+                }
+                minus[r] = gone;
+            }
+            self.stratum_stats(s, iterations, started, stats);
+        }
+        if self.track {
+            self.changes.clear();
+            for (r, (p, m)) in plus.iter().zip(&minus).enumerate() {
+                self.changes
+                    .extend(p.iter().map(|t| (r as RelId, t.to_vec(), 1)));
+                self.changes
+                    .extend(m.iter().map(|t| (r as RelId, t.to_vec(), -1)));
+            }
+        }
+    }
+
+    /// The tasks of the rules of stratum `s` whose literal over a relation of another
+    /// stratum reads that relation's change: `for_positive` for a positive atom and
+    /// `for_negated` for a negation (`(L+, L-)` when inserting, `(L-, L+)` when
+    /// overdeleting).
+    fn lower_tasks<'a>(
+        &self,
+        s: usize,
+        (for_positive, for_negated): (&'a [Store], &'a [Store]),
+        tasks: &mut Vec<Task<'a>>,
+    ) {
+        let stratum = &self.program.strata[s];
+        for &ri in &stratum.rules {
+            for &(rel, positive, variant) in self.rules[ri].lits.iter().flatten() {
+                if stratum.relations.contains(&rel) {
+                    continue;
+                }
+                let d = if positive { for_positive } else { for_negated };
+                if let Some(d) = d.get(rel as usize)
+                    && !d.is_empty()
+                {
+                    tasks.push(Task {
+                        rule: ri,
+                        variant,
+                        delta: Some(d),
+                        witness: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The tasks of the rules of stratum `s` whose positive atom over a relation of the
+    /// stratum reads that relation's `delta`.
+    fn delta_tasks<'a>(&self, s: usize, delta: &'a [Store], tasks: &mut Vec<Task<'a>>) {
+        let stratum = &self.program.strata[s];
+        for &ri in &stratum.rules {
+            for &(rel, positive, variant) in self.rules[ri].lits.iter().flatten() {
+                if positive && stratum.relations.contains(&rel) && !delta[rel as usize].is_empty() {
+                    tasks.push(Task {
+                        rule: ri,
+                        variant,
+                        delta: Some(&delta[rel as usize]),
+                        witness: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Run `tasks` over `view` (in parallel) and collect, per relation, the derived head
+    /// tuples that `keep(head relation, tuple)` accepts.
+    fn derive(
+        &self,
+        tasks: &[Task<'_>],
+        view: &View<'_>,
+        mut keep: impl FnMut(usize, &[u32]) -> bool,
+    ) -> Vec<Store> {
+        let outputs = run_tasks(&self.eval, tasks, view, self.workers);
+        let mut kept = empty_stores(&self.program);
+        for (task, out) in tasks.iter().zip(&outputs) {
+            let head = self.rules[task.rule].head as usize;
+            for t in out.tuples(kept[head].arity()) {
+                if keep(head, t) {
+                    kept[head].insert(t);
+                }
+            }
+        }
+        kept
+    }
+
+    /// Overdeletion for stratum `s` over the old state; returns the overdeleted facts
+    /// per relation (still in the materialization).
+    fn overdelete(
+        &self,
+        s: usize,
+        bminus: &[Store],
+        (lplus, lminus): (&[Store], &[Store]),
+        stats: &mut CommitStats,
+    ) -> Vec<Store> {
+        let mut del = empty_stores(&self.program);
+        let mut delta = empty_stores(&self.program);
+        for &r in &self.program.strata[s].relations {
+            let r = r as usize;
+            for t in bminus[r].iter() {
+                if self.stores[r].contains(t) && del[r].insert(t) {
+                    delta[r].insert(t);
+                }
+            }
+        }
+        let view = View {
+            stores: &self.stores,
+            old: Some((lminus, lplus)),
+        };
+        let mut first = true;
+        loop {
+            let mut tasks = Vec::new();
+            if first {
+                // Lower deletions of positive atoms, lower insertions of negated ones.
+                self.lower_tasks(s, (lminus, lplus), &mut tasks);
+            }
+            self.delta_tasks(s, &delta, &mut tasks);
+            if tasks.is_empty() {
+                break;
+            }
+            delta = self.derive(&tasks, &view, |head, t| {
+                self.stores[head].contains(t) && del[head].insert(t)
+            });
+            first = false;
+        }
+        stats.overdeleted += del.iter().map(Store::len).sum::<usize>();
+        del
+    }
+
+    /// Remove the overdeleted facts `del` of stratum `s` from the materialization;
+    /// returns those with a one-step derivation from what remains, or that are base
+    /// facts (not yet put back).
+    fn rederive(&mut self, s: usize, del: &[Store]) -> Vec<Store> {
+        let stratum = &self.program.strata[s];
+        for &r in &stratum.relations {
+            for t in del[r as usize].iter() {
+                self.stores[r as usize].remove(t);
+            }
+        }
+        let mut tasks = Vec::new();
+        for &ri in &stratum.rules {
+            let info = &self.rules[ri];
+            let d = &del[info.head as usize];
+            if !d.is_empty() {
+                tasks.push(match info.rederive {
+                    Some((variant, witness)) => Task {
+                        rule: ri,
+                        variant,
+                        delta: Some(d),
+                        witness,
+                    },
+                    None => Task {
+                        rule: ri,
+                        variant: 0,
+                        delta: None,
+                        witness: false,
+                    },
+                });
+            }
+        }
+        let view = View {
+            stores: &self.stores,
+            old: None,
+        };
+        let mut back = self.derive(&tasks, &view, |head, t| del[head].contains(t));
+        for &r in &stratum.relations {
+            let r = r as usize;
+            for t in del[r].iter() {
+                if self.base[r].contains(t) {
+                    back[r].insert(t);
+                }
+            }
+        }
+        back
+    }
+
+    /// The insertion phase of stratum `s`: add `delta` (facts not in the
+    /// materialization), then run semi-naive rounds until nothing new appears. In the
+    /// first round, `full` runs every rule in full, otherwise the lower changes seed
+    /// it. A fact added that is in `del` (overdeleted) is taken out of it and counted as
+    /// rederived; the others go to `added`. Returns the number of rounds.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_phase(
+        &mut self,
+        s: usize,
+        full: bool,
+        mut delta: Vec<Store>,
+        lower: (&[Store], &[Store]),
+        del: &mut [Store],
+        added: &mut [Store],
+        stats: &mut CommitStats,
+    ) -> usize {
+        let mut rounds = 0;
+        let mut first = true;
+        loop {
+            for &r in &self.program.strata[s].relations {
+                let r = r as usize;
+                for t in delta[r].iter() {
+                    if self.stores[r].insert(t) {
+                        if del[r].remove(t) {
+                            stats.rederived += 1;
+                        } else {
+                            added[r].insert(t);
+                        }
+                    }
+                }
+            }
+            let mut tasks = Vec::new();
+            if first && full {
+                for &ri in &self.program.strata[s].rules {
+                    tasks.push(Task {
+                        rule: ri,
+                        variant: 0,
+                        delta: None,
+                        witness: false,
+                    });
+                }
+            } else {
+                if first {
+                    // Lower insertions of positive atoms, lower deletions of negated ones.
+                    self.lower_tasks(s, lower, &mut tasks);
+                }
+                self.delta_tasks(s, &delta, &mut tasks);
+            }
+            if tasks.is_empty() {
+                return rounds;
+            }
+            rounds += 1;
+            let view = View {
+                stores: &self.stores,
+                old: None,
+            };
+            let next = self.derive(&tasks, &view, |head, t| !self.stores[head].contains(t));
+            drop(tasks);
+            delta = next;
+            first = false;
+        }
+    }
+}
+
+impl<E: Evaluator> Engine for Dred<E> {
+    fn name(&self) -> &'static str {
+        E::NAME
+    }
+
+    fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Stage an insertion (ignored for an unknown relation or a tuple of the wrong arity).
+    fn insert(&mut self, relation: RelId, tuple: &[Value]) {
+        self.stage(true, relation, tuple);
+    }
+
+    /// Stage a removal (ignored for an unknown relation or a tuple of the wrong arity).
+    fn remove(&mut self, relation: RelId, tuple: &[Value]) {
+        self.stage(false, relation, tuple);
+    }
+
+    /// Stage a rule change: the next commit rematerializes everything.
+    fn set_program(&mut self, program: Program) {
+        if let Err(reason) = crate::check_extends(&self.program, &program) {
+            self.rejected = Some(reason);
+            return;
+        }
+        let inline = crate::inline_fact_changes(&self.program, &program);
+        let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
+        self.base.truncate(program.relations.len());
+        while self.base.len() < program.relations.len() {
+            self.base
+                .push(Store::new(program.relations[self.base.len()].arity()));
+        }
+        self.program = program;
+        self.eval = eval;
+        self.rules = rules;
+        self.specs = specs;
+        self.derived = derived;
+        self.remat = true;
+        for (insert, rel, tuple) in inline {
+            self.stage(insert, rel, &tuple);
+        }
+    }
+
+    fn commit(&mut self) -> Result<CommitStats, EngineError> {
+        let started = Instant::now();
+        if let Some(reason) = self.rejected.take() {
+            return Err(EngineError(reason));
+        }
+        let (bplus, bminus) = self.apply_staged();
+        let mut stats = CommitStats::default();
+        if self.remat {
+            self.remat = false;
+            self.rematerialize(&mut stats);
+        } else {
+            self.maintain(&bplus, &bminus, &mut stats);
+        }
+        stats.elapsed = started.elapsed();
+        Ok(stats)
+    }
+
+    fn track_changes(&mut self, on: bool) {
+        self.track = on;
+        if !on {
+            self.changes = Vec::new();
+        }
+    }
+
+    fn last_changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.stores
+            .get(relation as usize)
+            .is_some_and(|s| s.contains(tuple))
+    }
+
+    fn len(&self, relation: RelId) -> usize {
+        self.stores.get(relation as usize).map_or(0, Store::len)
+    }
+
+    fn facts(&self, relation: RelId) -> Vec<Vec<Value>> {
+        self.stores
+            .get(relation as usize)
+            .map(|s| s.iter().map(<[Value]>::to_vec).collect())
+            .unwrap_or_default()
+    }
+
+    fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
+        if let Some(s) = self.stores.get(relation as usize) {
+            s.iter().for_each(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Change, Engine, Seminaive};
+    use dynalog_analysis::{Program, RelId, Value};
+    use std::collections::BTreeSet;
+
+    const DRED_ENGINES: &[&str] = &["relational", "chibi"];
+
+    fn program(text: &str) -> Program {
+        let file = dynalog_syntax::SourceFile::new("test.dl", text.to_string());
+        let ast = dynalog_syntax::parse(&file).unwrap_or_else(|d| panic!("{d:?}"));
+        dynalog_analysis::analyse(&file, &ast).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    fn id(p: &Program, name: &str) -> RelId {
+        p.relation_id(name).expect("declared")
+    }
+
+    type Db = Vec<BTreeSet<Vec<Value>>>;
+
+    fn snapshot(e: &dyn Engine) -> Db {
+        (0..e.program().relations.len())
+            .map(|r| e.facts(r as RelId).into_iter().collect())
+            .collect()
+    }
+
+    /// A from-scratch reference result of `program` over base facts `base`.
+    fn reference(program: &Program, base: &BTreeSet<(RelId, Vec<Value>)>) -> Db {
+        let mut p = program.clone();
+        p.facts.clear();
+        let mut s = Seminaive::new(p);
+        for (r, t) in base {
+            s.insert(*r, t);
+        }
+        s.commit().expect("reference");
+        snapshot(&s)
+    }
+
+    fn sorted_changes(e: &dyn Engine) -> Vec<Change> {
+        let mut c = e.last_changes().to_vec();
+        c.sort();
+        c
+    }
+
+    fn difference(old: &Db, new: &Db) -> Vec<Change> {
+        let facts = |db: &Db, r: RelId, f: &mut dyn FnMut(&[Value])| {
+            db.get(r as usize).into_iter().flatten().for_each(|t| f(t))
+        };
+        let mut out = crate::difference(
+            old.len().max(new.len()),
+            |r, f| facts(old, r, f),
+            |r, f| facts(new, r, f),
+        );
+        out.sort();
+        out
+    }
+
+    /// An engine with change tracking, and the base facts the test staged, to compare
+    /// with the reference after each commit.
+    struct Checked {
+        engine: Box<dyn Engine>,
+        base: BTreeSet<(RelId, Vec<Value>)>,
+        prev: Db,
+    }
+
+    impl Checked {
+        fn new(name: &str, program: &Program, workers: usize) -> Checked {
+            let mut engine = crate::create(name, program.clone(), workers).expect("engine");
+            engine.track_changes(true);
+            let base = program.facts.iter().cloned().collect();
+            let prev = vec![BTreeSet::new(); program.relations.len()];
+            Checked { engine, base, prev }
+        }
+
+        fn insert(&mut self, rel: RelId, t: &[Value]) {
+            self.engine.insert(rel, t);
+            self.base.insert((rel, t.to_vec()));
+        }
+
+        fn remove(&mut self, rel: RelId, t: &[Value]) {
+            self.engine.remove(rel, t);
+            self.base.remove(&(rel, t.to_vec()));
+        }
+
+        /// Commit; check the materialization and the changes against the reference.
+        fn commit(&mut self) -> crate::CommitStats {
+            let stats = self.engine.commit().expect("commit");
+            let want = reference(self.engine.program(), &self.base);
+            assert_eq!(
+                snapshot(self.engine.as_ref()),
+                want,
+                "{}",
+                self.engine.name()
+            );
+            assert_eq!(
+                sorted_changes(self.engine.as_ref()),
+                difference(&self.prev, &want),
+                "{}: changes",
+                self.engine.name()
+            );
+            self.prev = want;
+            stats
+        }
+    }
+
+    #[test]
+    fn overdeletion_is_counted_and_rederived() {
+        let p = program(
+            ".decl A(x: number)\n.decl B(x: number)\n.decl C(x: number)\n\
+             C(x) :- A(x).\nC(x) :- B(x).\n",
+        );
+        let (a, b, c) = (id(&p, "A"), id(&p, "B"), id(&p, "C"));
+        for &name in DRED_ENGINES {
+            let mut e = Checked::new(name, &p, 1);
+            for i in 1..=1000 {
+                e.insert(a, &[i]);
+                e.insert(b, &[i]);
+            }
+            e.commit();
+            for i in 1..=500 {
+                e.remove(a, &[i]);
+            }
+            let stats = e.commit();
+            assert_eq!((stats.overdeleted, stats.rederived), (500, 500), "{name}");
+            assert_eq!(e.engine.len(c), 1000);
+            // Deleting from both sides: C(1..250) goes, C(251..500) is rederived.
+            for i in 1..=250 {
+                e.remove(b, &[i]);
+            }
+            for i in 501..=750 {
+                e.remove(a, &[i]);
+            }
+            let stats = e.commit();
+            assert_eq!((stats.overdeleted, stats.rederived), (500, 250), "{name}");
+            assert_eq!(e.engine.len(c), 750);
+            // Insertions overdelete nothing.
+            e.insert(a, &[1]);
+            let stats = e.commit();
+            assert_eq!((stats.overdeleted, stats.rederived), (0, 0), "{name}");
+        }
+    }
+
+    #[test]
+    fn recursion_under_insertion_and_deletion() {
+        // A chain 0 -> 1 -> ... -> 9 with a shortcut 0 -> 5.
+        let p = program(
+            ".decl e(x: number, y: number)\n.decl tc(x: number, y: number)\n\
+             tc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).\n",
+        );
+        let (e_, tc) = (id(&p, "e"), id(&p, "tc"));
+        for &name in DRED_ENGINES {
+            for workers in [1, 2] {
+                let mut e = Checked::new(name, &p, workers);
+                for i in 0..9 {
+                    e.insert(e_, &[i, i + 1]);
+                }
+                e.insert(e_, &[0, 5]);
+                e.commit();
+                // The chain's 45 pairs; the shortcut adds none.
+                assert_eq!(e.engine.len(tc), 45);
+                // Deleting 2 -> 3 cuts 0..2 from 3..5 only: 0 still reaches 5..9.
+                e.remove(e_, &[2, 3]);
+                let stats = e.commit();
+                assert!(stats.overdeleted > stats.rederived, "{name}");
+                assert!(stats.rederived > 0, "{name}: tc(0, 5..9) is rederived");
+                // A cycle, then breaking it.
+                e.insert(e_, &[9, 0]);
+                e.commit();
+                // 0, 5..9 reach 0..2 and 5..9 (8 each), 4 too (not 4), 3 reaches all
+                // but itself, 1 reaches 2, 2 nothing.
+                assert_eq!(e.engine.len(tc), 6 * 8 + 8 + 9 + 1);
+                e.remove(e_, &[9, 0]);
+                e.insert(e_, &[2, 3]);
+                e.commit();
+            }
+        }
+    }
+
+    #[test]
+    fn negation_across_strata() {
+        // A lower insertion deletes higher facts, a lower deletion inserts them.
+        let p = program(
+            ".decl node(x: number)\n.decl e(x: number, y: number)\n\
+             .decl reach(x: number)\n.decl unreached(x: number)\n.decl alone(x: number)\n\
+             reach(0).\nreach(y) :- reach(x), e(x, y).\n\
+             unreached(x) :- node(x), !reach(x).\n\
+             alone(x) :- unreached(x), !e(x, _), !e(_, x).\n",
+        );
+        let (node, e_, unreached) = (id(&p, "node"), id(&p, "e"), id(&p, "unreached"));
+        for &name in DRED_ENGINES {
+            let mut e = Checked::new(name, &p, 1);
+            for i in 0..6 {
+                e.insert(node, &[i]);
+            }
+            e.insert(e_, &[0, 1]);
+            e.insert(e_, &[3, 4]);
+            e.commit();
+            assert_eq!(e.engine.len(unreached), 4);
+            // Insertion below: reach grows, unreached shrinks.
+            e.insert(e_, &[1, 3]);
+            e.commit();
+            assert_eq!(e.engine.len(unreached), 2);
+            // Deletion below: reach shrinks, unreached grows.
+            e.remove(e_, &[0, 1]);
+            e.commit();
+            assert_eq!(e.engine.len(unreached), 5);
+            // Both at once, and a base fact of a derived relation.
+            e.insert(e_, &[0, 1]);
+            e.remove(e_, &[3, 4]);
+            e.insert(unreached, &[0]);
+            e.commit();
+            e.remove(unreached, &[0]);
+            e.remove(node, &[5]);
+            e.commit();
+        }
+    }
+
+    #[test]
+    fn rule_changes_rematerialize() {
+        let text = ".decl e(x: number, y: number)\n.decl p(x: number, y: number)\n\
+                    .decl q(x: number)\ne(1, 2).\ne(2, 3).\n";
+        let p0 = program(&format!("{text}p(x, y) :- e(x, y).\n"));
+        let p1 = program(&format!(
+            "{text}e(3, 4).\np(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n\
+             q(x) :- p(x, _), !e(x, _).\n"
+        ));
+        let p2 = program(&format!(
+            "{text}q(x) :- e(_, x), !p(x, _).\n.decl extra(x: number)\n"
+        ));
+        for &name in DRED_ENGINES {
+            let mut e = Checked::new(name, &p0, 1);
+            e.commit();
+            e.insert(0, &[3, 1]);
+            e.commit();
+            for next in [&p1, &p2, &p0] {
+                // Inline facts the new program adds or drops change the base facts too.
+                for f in &e.engine.program().facts.clone() {
+                    e.base.remove(f);
+                }
+                e.base.extend(next.facts.iter().cloned());
+                e.engine.set_program(next.clone());
+                e.prev
+                    .resize(next.relations.len().max(e.prev.len()), BTreeSet::new());
+                e.commit();
+                e.prev.truncate(next.relations.len());
+                e.remove(0, &[1, 2]);
+                e.commit();
+                e.insert(0, &[1, 2]);
+                e.commit();
+            }
+        }
+    }
+}
