@@ -553,7 +553,7 @@ mod tests {
             &["--updates", "0"],
             &["--updates", "100"],
             &["--repeat", "0"],
-            &["--timeout", "-1"],
+            &["--timeout", "0"],
             &["-w", "0"],
         ] {
             let e = plan(&parse(bad)).unwrap_err();

@@ -186,11 +186,14 @@ mod tests {
 
     #[test]
     fn a_process_above_its_memory_is_oom() {
-        // `tail -c` keeps the last 200 MB of an endless input resident; the limit is
-        // 50 MB. Without the memory check it would run into the timeout (OOT).
-        let mut c = Command::new("sh");
-        c.args(["-c", "exec tail -c 200000000 /dev/zero"]);
-        let f = run(c, limits(20_000, 50)).unwrap();
+        // 200 MB held resident for 20 s, limit 50 MB: without the memory check it
+        // would end on its own or at the timeout (OOT).
+        let mut c = Command::new("python3");
+        c.args([
+            "-c",
+            "import time; x = bytearray(200_000_000); time.sleep(20)",
+        ]);
+        let f = run(c, limits(30_000, 50)).unwrap();
         assert_eq!(f.outcome, Outcome::Oom);
     }
 

@@ -429,8 +429,8 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
         assert_eq!(summarize(&[4.0, 1.0]).unwrap().median, 2.5);
         assert!(summarize(&[]).is_none());
-        assert_eq!(cell(summarize(&[0.5, 0.25, 1.0])), "0.50 (0.25–1.00)");
-        assert_eq!(cell(summarize(&[0.0123])), "0.012");
+        assert_eq!(cell(summarize(&[0.5, 0.25, 1.0])), "0.500 (0.250–1.00)");
+        assert_eq!(cell(summarize(&[0.0123])), "0.0123");
         assert_eq!(num(1234.0), "1234");
         assert_eq!(num(12.34), "12.3");
     }
@@ -450,7 +450,7 @@ mod tests {
         ])
         .markdown();
         assert!(
-            md.contains("| tc-tiny | 10% | seminaive | 0.20 (0.10–0.30) | 0.020 (0.010–0.030) | 0.010 (0.0050–0.015) | 1234 | — | 20.0 | ok (3/3) |"),
+            md.contains("| tc-tiny | 10% | seminaive | 0.200 (0.100–0.300) | 0.0200 (0.0100–0.0300) | 0.0100 (0.00500–0.0150) | 1234 | — | 20.0 | ok (3/3) |"),
             "{md}"
         );
         assert!(
