@@ -227,6 +227,34 @@ impl Results {
             .collect()
     }
 
+    /// A table with one row per workload and one column per engine: `lead` names the
+    /// first columns (the workload, and one more filled by `extra` when there are two).
+    fn per_engine_table(
+        &self,
+        s: &mut String,
+        lead: &[&str],
+        unit: &str,
+        extra: impl Fn(&str) -> String,
+        cell: impl Fn(&str, &str) -> String,
+    ) {
+        let _ = write!(s, "| {} |", lead.join(" | "));
+        for e in &self.engines {
+            let _ = write!(s, " {e} ({unit}) |");
+        }
+        let _ = write!(s, "\n|{}", "---|".repeat(lead.len() + self.engines.len()));
+        let _ = writeln!(s);
+        for w in &self.workloads {
+            let _ = write!(s, "| {w} |");
+            if lead.len() > 1 {
+                let _ = write!(s, " {} |", extra(w));
+            }
+            for e in &self.engines {
+                let _ = write!(s, " {} |", cell(w, e));
+            }
+            let _ = writeln!(s);
+        }
+    }
+
     /// The markdown report.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
@@ -278,54 +306,31 @@ impl Results {
             s,
             "\n## Peak memory of a full materialization in MB (Table 5)\n\nPeak resident set size of the whole process (loading included), from the OS.\n"
         );
-        let _ = write!(s, "| workload | facts |");
-        for e in &self.engines {
-            let _ = write!(s, " {e} (MB) |");
-        }
-        let _ = write!(s, "\n|---|---|");
-        for _ in &self.engines {
-            let _ = write!(s, "---|");
-        }
-        let _ = writeln!(s);
-        for w in &self.workloads {
-            let facts = self
-                .engines
-                .iter()
-                .find_map(|e| self.median(w, e, Mode::Full, 0, |m| r(m).map(|r| r.facts_e as f64)))
-                .map_or("—".into(), num);
-            let _ = write!(s, "| {w} | {facts} |");
-            for e in &self.engines {
-                let _ = write!(
-                    s,
-                    " {} |",
-                    self.figure(w, e, Mode::Full, 0, |m| Some(m.peak_rss_mb))
-                );
-            }
-            let _ = writeln!(s);
-        }
-        let _ = write!(
-            s,
-            "\nThe time of that full materialization (E of 100%, s):\n\n| workload |"
+        self.per_engine_table(
+            &mut s,
+            &["workload", "facts"],
+            "MB",
+            |w| {
+                self.engines
+                    .iter()
+                    .find_map(|e| {
+                        self.median(w, e, Mode::Full, 0, |m| r(m).map(|r| r.facts_e as f64))
+                    })
+                    .map_or("—".into(), num)
+            },
+            |w, e| self.figure(w, e, Mode::Full, 0, |m| Some(m.peak_rss_mb)),
         );
-        for e in &self.engines {
-            let _ = write!(s, " {e} (s) |");
-        }
-        let _ = write!(s, "\n|---|");
-        for _ in &self.engines {
-            let _ = write!(s, "---|");
-        }
-        let _ = writeln!(s);
-        for w in &self.workloads {
-            let _ = write!(s, "| {w} |");
-            for e in &self.engines {
-                let _ = write!(
-                    s,
-                    " {} |",
-                    self.figure(w, e, Mode::Full, 0, |m| r(m).map(|r| r.e_s))
-                );
-            }
-            let _ = writeln!(s);
-        }
+        let _ = writeln!(
+            s,
+            "\nThe time of that full materialization (E of 100%, s):\n"
+        );
+        self.per_engine_table(
+            &mut s,
+            &["workload"],
+            "s",
+            |_| String::new(),
+            |w, e| self.figure(w, e, Mode::Full, 0, |m| r(m).map(|r| r.e_s)),
+        );
 
         let _ = writeln!(
             s,
