@@ -561,6 +561,57 @@ mod tests {
         }
     }
 
+    fn finished(outcome: child::Outcome) -> child::Finished {
+        child::Finished {
+            outcome,
+            wall: Duration::from_secs(1),
+            peak_rss: 3 << 20,
+        }
+    }
+
+    #[test]
+    fn worker_outcomes_become_statuses() {
+        let task = Task::parse("update:tc-tiny:diff:90").unwrap();
+        let report = Report {
+            round_trip_ok: Some(false),
+            mismatch: Some("1 fact(s) missing".into()),
+            ..Report::default()
+        };
+        let line = serde_json::to_string(&report).unwrap();
+        let done = |stdout: String| finished(child::Outcome::Done { stdout });
+        let m = measurement(&task, 0, done(format!("noise\n{line}\n")));
+        assert_eq!(m.status, Status::Mismatch);
+        assert_eq!(m.error.as_deref(), Some("1 fact(s) missing"));
+        assert_eq!(m.peak_rss_mb, 3.0);
+        let ok = Report {
+            round_trip_ok: Some(true),
+            ..Report::default()
+        };
+        let m = measurement(&task, 0, done(serde_json::to_string(&ok).unwrap()));
+        assert_eq!(m.status, Status::Ok);
+        assert_eq!(
+            measurement(&task, 0, done("garbage".into())).status,
+            Status::Fail
+        );
+        assert_eq!(
+            measurement(&task, 0, finished(child::Outcome::Oot)).status,
+            Status::Oot
+        );
+        assert_eq!(
+            measurement(&task, 0, finished(child::Outcome::Oom)).status,
+            Status::Oom
+        );
+        let m = measurement(
+            &task,
+            0,
+            finished(child::Outcome::Failed("exit status 1".into())),
+        );
+        assert_eq!(
+            (m.status, m.error.as_deref()),
+            (Status::Fail, Some("exit status 1"))
+        );
+    }
+
     #[test]
     fn dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
