@@ -14,18 +14,25 @@ fn statuses(json: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
+/// Run `dynalog bench ARGS` with fresh output and data folders; returns the process
+/// output and the output folder.
+fn bench(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let o = dynalog(&[
-        "bench",
-        "--quick",
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend([
         "--out",
         out.path().to_str().unwrap(),
         "--data-dir",
         data.path().to_str().unwrap(),
     ]);
+    (dynalog(&all), out)
+}
+
+#[test]
+fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
+    let (o, out) = bench(&["--quick"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -87,10 +94,7 @@ fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
 
 #[test]
 fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
-    let out = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let o = dynalog(&[
-        "bench",
+    let (o, out) = bench(&[
         "--workloads",
         "tc-rand1k",
         "--engines",
@@ -101,10 +105,6 @@ fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
         "1",
         "--timeout",
         "0.001",
-        "--out",
-        out.path().to_str().unwrap(),
-        "--data-dir",
-        data.path().to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
