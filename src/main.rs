@@ -5,7 +5,9 @@
 //! * `dynalog serve`: the same behind HTTP/JSON ([`serve`]).
 //! * `dynalog gen`: benchmark data from the deterministic generators ([`r#gen`]).
 //! * `dynalog rdf materialize`: RDF graphs under RhoDF, OWL 2 RL or your rules ([`rdf`]).
+//! * `dynalog bench`: the benchmark suite, each measurement in a fresh process ([`bench`]).
 
+mod bench;
 mod r#gen;
 mod progress;
 mod rdf;
@@ -41,6 +43,8 @@ enum Command {
     Gen(r#gen::GenArgs),
     /// RDF: materialize an N-Triples/Turtle graph (`dynalog rdf materialize --help`).
     Rdf(rdf::RdfArgs),
+    /// Benchmark the engines: E/E+/E- with round-trip checks, single facts, a rule change, memory.
+    Bench(bench::BenchArgs),
 }
 
 /// Panics are reported as one line, not a backtrace: a lost peer process (timely's
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(args),
         Command::Gen(args) => r#gen::run(args),
         Command::Rdf(args) => rdf::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

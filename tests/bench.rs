@@ -1,0 +1,146 @@
+//! `dynalog bench`: the `--quick` smoke run end to end (tables, JSON, plots, every
+//! round-trip check passed), the time limit reported as OOT, and bad arguments.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn statuses(json: &Value) -> Vec<String> {
+    json["measurements"]
+        .as_array()
+        .expect("measurements")
+        .iter()
+        .map(|m| m["status"].as_str().expect("status").to_string())
+        .collect()
+}
+
+/// Run `dynalog bench ARGS` with fresh output and data folders; returns the process
+/// output and the output folder.
+fn bench(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let out = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend([
+        "--out",
+        out.path().to_str().unwrap(),
+        "--data-dir",
+        data.path().to_str().unwrap(),
+    ]);
+    (dynalog(&all), out)
+}
+
+#[test]
+fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
+    let (o, out) = bench(&["--quick"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "bench --quick failed: {stderr}\n{stdout}"
+    );
+    for heading in [
+        "## E, E+ and E− in seconds (Tables 3 and 4)",
+        "## Peak memory of a full materialization in MB (Table 5)",
+        "## Single-fact updates and a rule change",
+    ] {
+        assert!(stdout.contains(heading), "missing {heading}:\n{stdout}");
+    }
+    // Both quick workloads, both engines, both update sizes, checked.
+    for row in [
+        "| tc-rand1k | 10% | seminaive |",
+        "| tc-rand1k | 1% | diff |",
+        "| rhodf-lubm1 | 10% | diff |",
+        "| rhodf-lubm1 | 1% | seminaive |",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}:\n{stdout}"));
+        assert!(line.ends_with("| ok (1/1) |"), "{line}");
+    }
+    assert!(!stdout.contains("MISMATCH"));
+    let md = std::fs::read_to_string(out.path().join("results.md")).unwrap();
+    assert!(md.contains("![memory.svg](memory.svg)"), "{md}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let st = statuses(&json);
+    // 2 workloads x 2 engines x (2 update sizes + full + single + rules).
+    assert_eq!(st.len(), 20);
+    assert!(st.iter().all(|s| s == "ok"), "{st:?}");
+    for m in json["measurements"].as_array().unwrap() {
+        assert!(m["peak_rss_mb"].as_f64().unwrap() > 1.0, "{m}");
+        let r = &m["report"];
+        if m["mode"] == "update" {
+            assert_eq!(r["round_trip_ok"], true, "{m}");
+            assert_eq!(r["facts_eminus"], r["facts_e"], "{m}");
+            assert!(r["facts_eplus"].as_u64() > r["facts_e"].as_u64(), "{m}");
+        }
+    }
+    // RhoDF on LUBM(1,0): the whole materialization has the study's size.
+    let full = json["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["workload"] == "rhodf-lubm1" && m["mode"] == "full")
+        .unwrap();
+    assert_eq!(full["report"]["facts_e"], 126_732);
+    for svg in ["memory.svg", "time-tc-rand1k.svg", "time-rhodf-lubm1.svg"] {
+        let text = std::fs::read_to_string(out.path().join(svg)).unwrap();
+        assert!(text.starts_with("<svg"), "{svg}");
+    }
+}
+
+#[test]
+fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
+    let (o, out) = bench(&[
+        "--workloads",
+        "tc-rand1k",
+        "--engines",
+        "seminaive",
+        "--updates",
+        "10",
+        "--repeat",
+        "1",
+        "--timeout",
+        "0.001",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("| tc-rand1k | 10% | seminaive | OOT | OOT | OOT |"),
+        "{stdout}"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let st = statuses(&json);
+    assert_eq!(st.len(), 4);
+    assert!(st.iter().all(|s| s == "OOT"), "{st:?}");
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    for (args, expected) in [
+        (
+            &["bench", "--engines", "nope"][..],
+            "error: unknown engine `nope`",
+        ),
+        (
+            &["bench", "--workloads", "tc-huge"],
+            "error: unknown workload `tc-huge`",
+        ),
+        (
+            &["bench", "--updates", "100"],
+            "error: an update size must be 1..=99",
+        ),
+        (&["bench", "--worker", "garbage"], "error: --worker expects"),
+    ] {
+        let o = dynalog(args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
