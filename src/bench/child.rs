@@ -119,8 +119,34 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, String> {
     let stderr = err.join().unwrap_or_default();
     // The child was reaped by wait4: make sure std does not try again.
     std::mem::forget(child);
-    let outcome = if let Some(k) = killed {
+    let outcome = classify(killed, status, wall, peak_rss, stdout, &stderr, limits);
+    Ok(Finished {
+        outcome,
+        wall,
+        peak_rss,
+    })
+}
+
+/// How a reaped child ended, from what the poll loop saw (`killed`), its wait
+/// status, wall time and peak memory.
+fn classify(
+    killed: Option<Outcome>,
+    status: libc::c_int,
+    wall: Duration,
+    peak_rss: u64,
+    stdout: String,
+    stderr: &str,
+    limits: Limits,
+) -> Outcome {
+    // A child can end between two polls after its time ran out or its memory
+    // went above the limit: it is past the limit all the same, so it is OOT or
+    // OOM, whatever it printed.
+    if let Some(k) = killed {
         k
+    } else if wall >= limits.timeout {
+        Outcome::Oot
+    } else if peak_rss > limits.memory {
+        Outcome::Oom
     } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Outcome::Done { stdout }
     } else {
@@ -142,12 +168,7 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, String> {
                 tail.join(" | ")
             ))
         }
-    };
-    Ok(Finished {
-        outcome,
-        wall,
-        peak_rss,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +203,23 @@ mod tests {
         let f = run(c, limits(50, 1000)).unwrap();
         assert_eq!(f.outcome, Outcome::Oot);
         assert!(f.wall < Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_process_that_ends_on_its_own_past_its_time_is_still_oot() {
+        // It exited with status 0 between two polls, after its time ran out:
+        // no poll killed it, but it is past the limit all the same.
+        let l = limits(50, 1000);
+        let done = |wall| classify(None, 0, wall, 1, "out".into(), "", l);
+        assert_eq!(done(Duration::from_millis(51)), Outcome::Oot);
+        let big = classify(None, 0, Duration::from_millis(1), 2 << 30, "".into(), "", l);
+        assert_eq!(big, Outcome::Oom);
+        assert_eq!(
+            done(Duration::from_millis(49)),
+            Outcome::Done {
+                stdout: "out".into()
+            }
+        );
     }
 
     #[test]
