@@ -46,6 +46,7 @@
 //! ```
 
 use dynalog_analysis::{PatternArg, Program, RelId, SymbolTable, Type, Value};
+use dynalog_engines::diff::{Cluster, Diff, Follower};
 use dynalog_engines::{Change, Engine};
 use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
 use std::cmp::Ordering;
@@ -138,13 +139,35 @@ impl Materialization {
         engine: &str,
         workers: usize,
     ) -> Result<Materialization, Error> {
-        let file = SourceFile::new(name, text.to_string());
-        let ast = dynalog_syntax::parse(&file).map_err(|d| Error::msg(d.to_string()))?;
-        let program =
-            dynalog_analysis::analyse(&file, &ast).map_err(|d| Error::msg(d.to_string()))?;
+        Materialization::with_engine(name, text, |program| {
+            dynalog_engines::create(engine, program, workers.max(1))
+        })
+    }
+
+    /// [`Materialization::new`] with the differential engine as process 0 of a
+    /// cluster (see [`dynalog_engines::diff::Diff::lead`]): the other processes run
+    /// [`follow`] with the same program; this one alone stages and commits, and sees
+    /// the whole materialization.
+    pub fn lead(
+        name: &str,
+        text: &str,
+        workers: usize,
+        cluster: Cluster,
+    ) -> Result<Materialization, Error> {
+        Materialization::with_engine(name, text, |program| {
+            let engine = Diff::lead(program, workers.max(1), cluster).map_err(|e| e.to_string())?;
+            Ok(Box::new(engine))
+        })
+    }
+
+    fn with_engine(
+        name: &str,
+        text: &str,
+        start: impl FnOnce(Program) -> Result<Box<dyn Engine>, String>,
+    ) -> Result<Materialization, Error> {
+        let program = check_text(name, text)?;
         let symbols = program.symbols.clone();
-        let mut engine = dynalog_engines::create(engine, program, workers.max(1))
-            .map_err(|e| Error::msg(format!("error: {e}")))?;
+        let mut engine = start(program).map_err(|e| Error::msg(format!("error: {e}")))?;
         engine.track_changes(true);
         Ok(Materialization {
             name: name.to_string(),
@@ -531,7 +554,7 @@ impl Materialization {
         let next =
             dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &Default::default())
                 .map_err(located)?;
-        dynalog_engines::check_extends(self.program(), &next).map_err(Error::msg)?;
+        self.engine.check_program(&next).map_err(Error::msg)?;
         Ok(next)
     }
 
@@ -758,6 +781,22 @@ pub fn quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// Parse and check a program text.
+fn check_text(name: &str, text: &str) -> Result<Program, Error> {
+    let file = SourceFile::new(name, text.to_string());
+    let ast = dynalog_syntax::parse(&file).map_err(|d| Error::msg(d.to_string()))?;
+    dynalog_analysis::analyse(&file, &ast).map_err(|d| Error::msg(d.to_string()))
+}
+
+/// Join the cluster that process 0 leads with [`Materialization::lead`], as one of
+/// its other processes, for the program `text` (the one process 0 started with).
+/// Returns once every process is connected; [`Follower::wait`] then runs this
+/// process's share of every transaction until process 0 stops.
+pub fn follow(name: &str, text: &str, workers: usize, cluster: Cluster) -> Result<Follower, Error> {
+    let program = check_text(name, text)?;
+    Diff::follow(&program, workers.max(1), cluster).map_err(|e| Error::msg(format!("error: {e}")))
 }
 
 #[cfg(test)]

@@ -142,6 +142,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
 
     let writes_outputs = cluster.as_ref().is_none_or(|c| c.process == 0);
+    let in_cluster = cluster.is_some();
     let mut engine: Box<dyn dynalog_engines::Engine> = match cluster {
         Some(c) => Box::new(
             dynalog_engines::diff::Diff::with_cluster(program, args.workers, c)
@@ -168,6 +169,11 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let write_started = Instant::now();
     if !writes_outputs {
         // Process 0 of the cluster gathers the materialization and writes it.
+        if args.stats {
+            eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
+            drop(engine);
+            print_network();
+        }
         return Ok(());
     }
     let stdout = std::io::stdout();
@@ -216,8 +222,22 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         if let Some(peak) = peak_rss_bytes() {
             eprintln!("peak memory: {:.1} MB", peak as f64 / 1e6);
         }
+        if in_cluster {
+            drop(engine);
+            print_network();
+        }
     }
     Ok(())
+}
+
+/// With `--stats` in a cluster: what this process sent to the others (after the engine
+/// is dropped, when the count is final).
+fn print_network() {
+    let bytes = dynalog_engines::diff::bytes_sent();
+    eprintln!(
+        "network: {bytes} bytes ({:.1} MB) sent to the other processes",
+        bytes as f64 / 1e6
+    );
 }
 
 /// Peak resident set size of this process, from the OS.

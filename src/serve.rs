@@ -37,9 +37,13 @@ use std::sync::{Arc, RwLock, mpsc};
 use std::time::Instant;
 
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub live: crate::session::LiveArgs,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Address to listen on (only this address is bound; port 0 picks a free port,
     /// printed at startup).
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -80,22 +84,34 @@ struct Shared {
     started: Instant,
 }
 
-/// A transaction for the engine thread, with where to send its outcome.
-struct Job {
-    body: String,
-    reply: tokio::sync::oneshot::Sender<Result<Json, (StatusCode, Json)>>,
+/// Work for the engine thread.
+enum Job {
+    /// A transaction, with where to send its outcome.
+    Transaction {
+        body: String,
+        reply: tokio::sync::oneshot::Sender<Result<Json, (StatusCode, Json)>>,
+    },
+    /// The server stops: drop the engine (in a cluster, this stops the others).
+    Stop,
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), String> {
+    let live = args.live.clone();
+    if live.cluster.processes > 1 && live.cluster.process > 0 {
+        // Another process of a cluster: no HTTP, its share of every transaction.
+        live.open_or_follow()?;
+        return Ok(());
+    }
     // The engine lives on its own thread; it reports whether the program loaded.
     let (jobs, job_rx) = mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Shared>, String>>();
     let (committed, _) = tokio::sync::watch::channel(0u64);
-    let live = args.live.clone();
     let fact_dir = live.fact_dir.clone();
     let engine_thread = std::thread::spawn(move || {
         let start = || -> Result<(Materialization, Commit), String> {
-            let mut m = live.open()?;
+            let Some(mut m) = live.open_or_follow()? else {
+                return Err("error: this process follows process 0".into());
+            };
             let first = m.commit().map_err(|e| format!("error: {e}"))?;
             Ok((m, first))
         };
@@ -133,12 +149,12 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         if ready_tx.send(Ok(shared.clone())).is_err() {
             return;
         }
-        while let Ok(job) = job_rx.recv() {
-            let outcome = transaction(&mut m, &fact_dir, &job.body).map(|c| {
+        while let Ok(Job::Transaction { body, reply }) = job_rx.recv() {
+            let outcome = transaction(&mut m, &fact_dir, &body).map(|c| {
                 publish(&shared, &m, &c);
                 commit_json(&m, &c)
             });
-            let _ = job.reply.send(outcome);
+            let _ = reply.send(outcome);
         }
     });
     let shared = match ready_rx.recv() {
@@ -155,7 +171,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the HTTP runtime: {e}"))?;
-    runtime.block_on(async move {
+    let stop = shared.jobs.clone();
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| format!("error: cannot listen on {}: {e}", args.listen))?;
@@ -171,7 +188,12 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             })
             .await
             .map_err(|e| format!("error: the server failed: {e}"))
-    })
+    });
+    // Stop the engine and wait for it, so that in a cluster the other processes learn
+    // that the dataflow is closed before this process exits.
+    let _ = stop.send(Job::Stop);
+    let _ = engine_thread.join();
+    served
 }
 
 fn router(shared: Arc<Shared>) -> Router {
@@ -357,7 +379,7 @@ fn current(shared: &Shared) -> Arc<View> {
 
 async fn post_transaction(State(shared): State<Arc<Shared>>, body: String) -> Response {
     let (reply, answer) = tokio::sync::oneshot::channel();
-    if shared.jobs.send(Job { body, reply }).is_err() {
+    if shared.jobs.send(Job::Transaction { body, reply }).is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
     }
     match answer.await {

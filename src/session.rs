@@ -10,6 +10,10 @@
 //! as it was; a commit whose rule changes do not check is refused with the reason, and
 //! its whole transaction is discarded. The session goes on in both cases; the exit
 //! status is non-zero if any error happened, so scripts notice.
+//!
+//! With `-n N -p I -h HOSTFILE` (differential engine) the session runs on N processes:
+//! process 0 is the session, the others follow it (see `docs/cluster.md`). `-h` is the
+//! hostfile, as in timely; help is `--help`.
 
 use clap::Args;
 use dynalog::live::{Commit, Materialization};
@@ -32,29 +36,70 @@ pub struct LiveArgs {
     /// Evaluation engine.
     #[arg(long, default_value = "diff", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
     pub engine: String,
+    /// Several processes (`-n/-p/-h`): process 0 reads the commands and runs the
+    /// transactions; the others hold their share of the dataflow.
+    #[command(flatten)]
+    pub cluster: crate::run::ClusterArgs,
+}
+
+/// What [`LiveArgs::open`] starts.
+pub enum Live {
+    /// The materialization this process drives (alone, or as process 0 of a cluster).
+    Lead(Box<Materialization>),
+    /// Another process of a cluster: it follows process 0 until process 0 stops.
+    Follow(dynalog_engines::diff::Follower),
 }
 
 impl LiveArgs {
     /// Check the arguments, read and check the program, start the engine and stage the
-    /// program's inputs (the first transaction, not yet committed).
-    pub fn open(&self) -> Result<Materialization, String> {
+    /// program's inputs (the first transaction, not yet committed). With several
+    /// processes, process 0 gets the materialization and the others a follower (they
+    /// read the program, but neither the facts nor any command).
+    pub fn open(&self) -> Result<Live, String> {
         if self.workers == 0 {
             return Err("error: --workers must be at least 1".into());
         }
+        let cluster = self.cluster.cluster(&self.engine)?;
         let text = std::fs::read_to_string(&self.program)
             .map_err(|e| format!("error: cannot read `{}`: {e}", self.program.display()))?;
         let name = self.program.display().to_string();
-        let mut m = Materialization::new(&name, &text, &self.engine, self.workers)
-            .map_err(|e| e.to_string())?;
+        let mut m = match cluster {
+            None => Materialization::new(&name, &text, &self.engine, self.workers),
+            Some(c) if c.process == 0 => Materialization::lead(&name, &text, self.workers, c),
+            Some(c) => {
+                let (p, n) = (c.process, c.processes);
+                let f = dynalog::live::follow(&name, &text, self.workers, c)
+                    .map_err(|e| e.to_string())?;
+                eprintln!("process {p} of {n}: connected, following process 0");
+                return Ok(Live::Follow(f));
+            }
+        }
+        .map_err(|e| e.to_string())?;
         m.stage_inputs(&self.fact_dir).map_err(|e| e.to_string())?;
-        Ok(m)
+        Ok(Live::Lead(Box::new(m)))
+    }
+
+    /// [`LiveArgs::open`] for a front end that only drives a materialization: a
+    /// follower runs here until process 0 stops (`Ok(None)`).
+    pub fn open_or_follow(&self) -> Result<Option<Materialization>, String> {
+        match self.open()? {
+            Live::Lead(m) => Ok(Some(*m)),
+            Live::Follow(f) => {
+                f.wait().map_err(|e| format!("error: {e}"))?;
+                Ok(None)
+            }
+        }
     }
 }
 
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct SessionArgs {
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Print only the summary line of each commit, not its changes.
     #[arg(long)]
     pub quiet: bool,
@@ -81,7 +126,9 @@ help                 this list
 quit                 stop (so does the end of the input)";
 
 pub fn session(args: SessionArgs) -> Result<(), String> {
-    let mut m = args.live.open()?;
+    let Some(mut m) = args.live.open_or_follow()? else {
+        return Ok(());
+    };
     let mut changes_out: Box<dyn Write> = match &args.changes {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)

@@ -1,13 +1,16 @@
 //! Several processes on loopback (timely's cluster mode): 2 processes × 1 worker and
 //! 2 × 2 give exactly the single-process output for every bundled example; process 0
 //! alone writes; a peer that never comes is an error after the connect timeout.
+//! `session` and `serve` on two processes (process 0 drives, process 1 follows) print
+//! and answer exactly what one process does; losing process 0 stops the follower.
 
 mod common;
 
 use common::*;
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 const EXAMPLES: &[&str] = &["tc", "sg", "negation", "rhodf", "arith"];
 
@@ -35,21 +38,33 @@ fn facts_of(name: &str) -> std::path::PathBuf {
     }
 }
 
-/// Run `name` as `processes` processes of `workers` workers; returns the output dirs.
+/// Run example `name` as `processes` processes of `workers` workers; returns the
+/// output dirs.
 fn run_cluster(name: &str, processes: usize, workers: usize) -> Vec<tempfile::TempDir> {
+    let program = root().join("examples").join(format!("{name}.dl"));
+    run_program_in_cluster(&program, &facts_of(name), processes, workers)
+}
+
+/// Run `program` on `facts` as `processes` processes of `workers` workers (the
+/// differential engine); returns each process's output dir.
+fn run_program_in_cluster(
+    program: &Path,
+    facts: &Path,
+    processes: usize,
+    workers: usize,
+) -> Vec<tempfile::TempDir> {
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts = hostfile(tmp.path(), processes);
     let outs: Vec<tempfile::TempDir> = (0..processes)
         .map(|_| tempfile::tempdir().expect("tempdir"))
         .collect();
-    let program = root().join("examples").join(format!("{name}.dl"));
     let children: Vec<_> = (0..processes)
         .map(|p| {
             Command::new(env!("CARGO_BIN_EXE_dynalog"))
                 .arg("run")
-                .arg(&program)
+                .arg(program)
                 .arg("-F")
-                .arg(facts_of(name))
+                .arg(facts)
                 .arg("-D")
                 .arg(outs[p].path())
                 .args(["--engine", "diff", "-w", &workers.to_string()])
@@ -67,11 +82,66 @@ fn run_cluster(name: &str, processes: usize, workers: usize) -> Vec<tempfile::Te
         let o = c.wait_with_output().expect("ends");
         assert!(
             o.status.success(),
-            "{name}: process {p} failed: {}",
+            "{}: process {p} failed: {}",
+            program.display(),
             String::from_utf8_lossy(&o.stderr)
         );
     }
     outs
+}
+
+#[test]
+fn generated_rmat_1k_and_lubm_1_match_one_process() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let d = data.path();
+    let generate = |args: &[&str]| {
+        let o = dynalog(args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    // tc on RMAT-1k (n = 1000, m = 10,000, as the benchmark's tc-rmat1k).
+    let edges = d.join("edge.facts");
+    let edges = edges.to_str().expect("utf-8");
+    generate(&[
+        "gen", "rmat", "--nodes", "1000", "--edges", "10000", "--seed", "0", "-o", edges,
+    ]);
+    // RhoDF on LUBM(1, 0), every triple of the materialization written out.
+    let lubm = d.join("lubm.nt");
+    generate(&[
+        "gen",
+        "lubm",
+        "--universities",
+        "1",
+        "--seed",
+        "0",
+        "-o",
+        lubm.to_str().expect("utf-8"),
+    ]);
+    let rhodf = std::fs::read_to_string(root().join("programs/rhodf.dl")).expect("rhodf.dl");
+    let directive = r#".input T(IO="rdf", mapping="triples")"#;
+    assert!(rhodf.contains(directive));
+    let rhodf = rhodf.replace(
+        directive,
+        r#".input T(IO="rdf", filename="lubm.nt", mapping="triples")
+.output T"#,
+    );
+    let rhodf_path = d.join("rhodf.dl");
+    std::fs::write(&rhodf_path, rhodf).expect("program");
+    for (program, file) in [
+        (root().join("programs/tc.dl"), "tc.csv"),
+        (rhodf_path, "T.csv"),
+    ] {
+        let single = run_program_in_cluster(&program, d, 1, 1);
+        let expected = sorted_lines(&single[0].path().join(file));
+        assert!(expected.len() > 100_000, "{file}: {}", expected.len());
+        for (processes, workers) in [(2, 1), (2, 2)] {
+            let outs = run_program_in_cluster(&program, d, processes, workers);
+            assert_eq!(
+                sorted_lines(&outs[0].path().join(file)),
+                expected,
+                "{file}, {processes} x {workers}"
+            );
+        }
+    }
 }
 
 fn check(processes: usize, workers: usize) {
@@ -205,6 +275,183 @@ fn killing_a_peer_mid_run_makes_the_other_exit_with_an_error() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains("lost the connection to process 1"),
+        "{stderr}"
+    );
+}
+
+/// Start `dynalog ARGS -n 2 -p P -h HOSTS` in the repository root, with piped stdio.
+fn spawn_in_cluster(args: &[&str], hosts: &Path, process: usize, workers: usize) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .args(args)
+        .args([
+            "-w",
+            &workers.to_string(),
+            "-n",
+            "2",
+            "-p",
+            &process.to_string(),
+        ])
+        .arg("-h")
+        .arg(hosts)
+        .args(["--connect-timeout", "60"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// A scripted session (tests/sessions) as process 0 of two: it prints exactly what one
+/// process prints (the `.expected` file), and the follower ends cleanly with it.
+fn session_in_cluster(name: &str, workers: usize, expect_success: bool) {
+    let dir = root().join("tests/sessions");
+    let script = std::fs::read_to_string(dir.join(format!("{name}.session"))).expect("script");
+    let expected =
+        std::fs::read_to_string(dir.join(format!("{name}.expected"))).expect("expected output");
+    let (program, facts) = (header(&script, "program"), header(&script, "facts"));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = ["session", program, "-F", facts, "--engine", "diff"];
+    let follower = spawn_in_cluster(&args, &hosts, 1, workers);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, workers);
+    leader
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writes the script");
+    let o = leader.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        mask_times(&String::from_utf8_lossy(&o.stdout)),
+        expected,
+        "session {name}, 2 × {workers}; stderr:\n{stderr}"
+    );
+    assert_eq!(o.status.success(), expect_success, "{name}: {stderr}");
+    let f = follower.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&f.stderr);
+    assert!(f.status.success(), "{name}: the follower failed: {stderr}");
+    assert!(f.stdout.is_empty(), "the follower prints nothing");
+    assert!(stderr.contains("process 1 of 2: connected, following process 0"));
+}
+
+#[test]
+fn scripted_sessions_on_two_processes_print_what_one_process_prints() {
+    for workers in [1, 2] {
+        for (name, ok) in [
+            ("facts", true),
+            ("rules", true),
+            ("errors", false),
+            ("load", true),
+            ("rdf", false),
+        ] {
+            session_in_cluster(name, workers, ok);
+        }
+    }
+}
+
+#[test]
+fn a_rule_the_cluster_dataflow_cannot_take_is_refused_and_nothing_changes() {
+    // tc's dataflow is built for rows of 3 values and 3 join stages: a five-atom body
+    // needs a rebuild, which a cluster cannot do. The whole transaction is refused.
+    let script = "+ path(a, f) :- edge(a, b), edge(b, c), edge(c, d), edge(d, e), edge(e, f).\n\
+                  + edge(100, 101).\ncommit\nsize path\n+ edge(100, 101).\ncommit\n";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = ["session", "examples/tc.dl", "-F", "examples/tc"];
+    let follower = spawn_in_cluster(&args, &hosts, 1, 1);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
+    leader
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writes");
+    let o = leader.wait_with_output().expect("ends");
+    let stdout = mask_times(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        stdout,
+        "commit 0: +20 -0 in T ms\n\
+         error: line 3: commit refused: in a cluster the dataflow cannot be rebuilt, and this \
+         program needs rows of 6 values and 5 join stages where it was built for 3 and 3: \
+         restart the cluster with the new program\n\
+         20\n+ path(100, 101).\ncommit 1: +1 -0 in T ms\n"
+    );
+    assert!(!o.status.success());
+    assert!(follower.wait_with_output().expect("ends").status.success());
+}
+
+#[test]
+fn serve_on_two_processes_answers_from_process_0_and_stops_both() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = [
+        "serve",
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    let follower = spawn_in_cluster(&args, &hosts, 1, 2);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 2);
+    let mut line = String::new();
+    BufReader::new(leader.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("reads the address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let (status, body) = http(&addr, "POST", "/transactions", "+ edge(100, 1).\n");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""inserted":4"#), "{body}");
+    // A refused transaction leaves the state untouched.
+    let (status, _) = http(
+        &addr,
+        "POST",
+        "/transactions",
+        "+ edge(5, 6).\n+ edge(1).\n",
+    );
+    assert_eq!(status, 400);
+    let (_, body) = http(&addr, "GET", "/relations/path/size", "");
+    assert!(body.contains(r#""size":24"#), "{body}");
+    let (_, body) = http(&addr, "POST", "/transactions", "- edge(100, 1).\n");
+    assert!(body.contains(r#""deleted":4"#), "{body}");
+    // SIGINT: process 0 stops gracefully, and with it the follower.
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(leader.id() as libc::pid_t, libc::SIGINT);
+    }
+    let o = leader.wait_with_output().expect("ends");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = follower.wait_with_output().expect("ends");
+    assert!(f.status.success(), "{}", String::from_utf8_lossy(&f.stderr));
+}
+
+#[test]
+fn killing_process_0_of_a_session_stops_the_follower_with_an_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = ["session", "examples/tc.dl", "-F", "examples/tc"];
+    let follower = spawn_in_cluster(&args, &hosts, 1, 1);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
+    // Wait until process 0 has committed its first transaction, then kill it.
+    let mut line = String::new();
+    let mut out = BufReader::new(leader.stdout.take().expect("stdout"));
+    out.read_line(&mut line).expect("reads");
+    assert!(line.starts_with("commit 0:"), "{line}");
+    leader.kill().expect("kill");
+    let _ = leader.wait();
+    let started = std::time::Instant::now();
+    let o = follower.wait_with_output().expect("ends");
+    assert!(started.elapsed().as_secs() < 60);
+    assert!(!o.status.success(), "the follower must fail");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("lost the connection to process 0"),
         "{stderr}"
     );
 }

@@ -5,8 +5,7 @@
 mod common;
 
 use common::root;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -46,27 +45,7 @@ fn start(args: &[&str]) -> Server {
 
 /// Send one request; returns (status, body).
 fn request(server: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(&server.addr).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("writes");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("reads");
-    let status: u16 = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    common::http(&server.addr, method, path, body)
 }
 
 fn json(text: &str) -> serde_json::Value {
@@ -184,7 +163,7 @@ fn transactions_queries_and_the_change_log() {
 #[test]
 fn following_the_change_log_streams_each_commit() {
     let server = start(&["examples/tc.dl", "-F", "examples/tc"]);
-    let mut s = TcpStream::connect(&server.addr).expect("connects");
+    let mut s = std::net::TcpStream::connect(&server.addr).expect("connects");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     write!(

@@ -5,26 +5,7 @@
 
 mod common;
 
-use common::{dynalog, root, run_session};
-
-/// Replace the `in 12.3 ms` of summary lines by `in T ms`.
-fn mask_times(text: &str) -> String {
-    text.lines()
-        .map(|l| match (l.starts_with("commit "), l.rfind(" in ")) {
-            (true, Some(i)) if l.ends_with(" ms") => format!("{} in T ms", &l[..i]),
-            _ => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
-fn header<'a>(script: &'a str, key: &str) -> &'a str {
-    script
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
-        .unwrap_or_else(|| panic!("the script has no `# {key}:` line"))
-}
+use common::{dynalog, header, mask_times, root, run_session};
 
 /// The engine configurations every script runs with.
 fn configurations() -> Vec<Vec<String>> {

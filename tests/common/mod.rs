@@ -77,3 +77,49 @@ pub fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// Replace the `in 12.3 ms` of session summary lines by `in T ms`.
+pub fn mask_times(text: &str) -> String {
+    text.lines()
+        .map(|l| match (l.starts_with("commit "), l.rfind(" in ")) {
+            (true, Some(i)) if l.ends_with(" ms") => format!("{} in T ms", &l[..i]),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The value of a `# key: value` header line of a session script.
+pub fn header<'a>(script: &'a str, key: &str) -> &'a str {
+    script
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
+        .unwrap_or_else(|| panic!("the script has no `# {key}:` line"))
+}
+
+/// Send one HTTP/1.1 request to `addr`; returns (status, body).
+pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("writes");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("reads");
+    let status: u16 = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}

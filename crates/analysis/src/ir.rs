@@ -48,7 +48,7 @@ impl Relation {
 }
 
 /// An argument of a body atom.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Term {
     /// A variable: bound here if no earlier literal bound it, otherwise compared.
     Var(VarId),
@@ -58,7 +58,7 @@ pub enum Term {
 }
 
 /// An arithmetic expression over bound variables.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Expr {
     Var(VarId),
     Const(Value),
@@ -74,13 +74,13 @@ pub enum Expr {
 }
 
 /// A body atom `r(t1, ..., tn)`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Atom {
     pub relation: RelId,
     pub args: Vec<Term>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Literal {
     /// A positive atom: joins, binding its not-yet-bound variables.
     Atom(Atom),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 pub type Value = u32;
 
 /// The four primitive types of the language.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Type {
     /// Signed 32-bit integer (`number`).
     Number,

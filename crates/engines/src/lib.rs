@@ -99,6 +99,13 @@ pub trait Engine {
     /// relation it keeps is rejected: the next commit fails and nothing changes.
     fn set_program(&mut self, program: Program);
 
+    /// Whether [`Engine::set_program`] would accept `program`: `Err` with the reason
+    /// if not. The default is [`check_extends`]; an engine with limits of its own (the
+    /// differential engine in a cluster cannot rebuild its dataflow) adds them.
+    fn check_program(&self, program: &Program) -> Result<(), String> {
+        check_extends(self.program(), program)
+    }
+
     /// Apply everything staged since the last commit and bring the materialization up to date.
     fn commit(&mut self) -> Result<CommitStats, EngineError>;
 

@@ -29,7 +29,7 @@ pub(crate) const LEVEL_SHIFT: u32 = 22;
 pub(crate) const MAX_LEVELS: u32 = 1 << (32 - LEVEL_SHIFT);
 
 /// How one column of a body atom is matched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) enum ColSpec {
     /// Must equal this constant; not part of the key.
     Const(Value),
@@ -44,7 +44,7 @@ pub(crate) enum ColSpec {
 }
 
 /// A binding pattern: which facts an atom can match and how they are keyed.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PatternSpec {
     pub rel: RelId,
     pub neg: bool,
@@ -88,7 +88,7 @@ impl PatternSpec {
 }
 
 /// One positive or negated body atom of a compiled rule, with what follows it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct JoinStep {
     /// `key[0]` of a substitution waiting here: `rel | SCAN`, `pattern` or `pattern | NEG`.
     pub key0: u32,
@@ -106,7 +106,7 @@ pub(crate) struct JoinStep {
 }
 
 /// A rule compiled for the circuit: what the join closures need, by rule id.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CompiledRule {
     pub head_rel: RelId,
     pub head: Vec<Expr>,
@@ -277,6 +277,66 @@ fn literal_vars(lit: &Literal) -> u64 {
 pub(crate) struct Shared {
     pub rules: RwLock<Vec<Arc<CompiledRule>>>,
     pub patterns: RwLock<Vec<Arc<PatternSpec>>>,
+}
+
+/// One entry of the shared tables, as process 0 of a cluster sends it to the others
+/// (see [`super::Role::Leader`]).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) enum TableEntry {
+    Rule(u32, CompiledRule),
+    Pattern(u32, PatternSpec),
+}
+
+impl Shared {
+    /// The entries from rule id `rules` and pattern id `patterns` on, patterns first.
+    pub(crate) fn entries_from(&self, rules: usize, patterns: usize) -> Vec<TableEntry> {
+        let mut out = Vec::new();
+        let p = self.patterns.read().unwrap_or_else(|e| e.into_inner());
+        for (id, spec) in p.iter().enumerate().skip(patterns) {
+            out.push(TableEntry::Pattern(id as u32, (**spec).clone()));
+        }
+        let r = self.rules.read().unwrap_or_else(|e| e.into_inner());
+        for (id, rule) in r.iter().enumerate().skip(rules) {
+            out.push(TableEntry::Rule(id as u32, (**rule).clone()));
+        }
+        out
+    }
+
+    /// The number of (rules, patterns) registered.
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        let r = self.rules.read().unwrap_or_else(|e| e.into_inner()).len();
+        let p = self
+            .patterns
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        (r, p)
+    }
+
+    /// Add entries received from process 0, in order. An entry already present (every
+    /// worker of a process receives them all) is skipped; a gap is a protocol error.
+    pub(crate) fn receive(&self, entries: &[TableEntry]) {
+        for e in entries {
+            match e {
+                TableEntry::Pattern(id, spec) => {
+                    let mut t = self.patterns.write().unwrap_or_else(|e| e.into_inner());
+                    let have = t.len() as u32;
+                    assert!(*id <= have, "pattern {id} received before pattern {have}");
+                    if *id == have {
+                        t.push(Arc::new(spec.clone()));
+                    }
+                }
+                TableEntry::Rule(id, rule) => {
+                    let mut t = self.rules.write().unwrap_or_else(|e| e.into_inner());
+                    let have = t.len() as u32;
+                    assert!(*id <= have, "rule {id} received before rule {have}");
+                    if *id == have {
+                        t.push(Arc::new(rule.clone()));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The handle's side of the tables: interning maps and the shared tables.

@@ -4,7 +4,9 @@
 //! See the module documentation of [`crate::diff`] for the picture; this file is the
 //! code of it.
 
-use super::compile::{CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, SCAN, Shared};
+use super::compile::{
+    CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, SCAN, Shared, TableEntry,
+};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent, arrangement::arrange_core};
@@ -19,7 +21,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::core::Exchange as _;
+use timely::dataflow::operators::core::{Inspect as _, Probe as _};
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::{Broadcast as _, Input as _};
 use timely::order::Product;
 use timely::worker::Worker;
 
@@ -253,6 +257,10 @@ pub(crate) struct Handles<R: Row> {
     pub facts: InputSession<u32, R, Mult>,
     /// Live rules `(level, rule id)`.
     pub rules: InputSession<u32, (u32, u32), Mult>,
+    /// Table entries process 0 of a cluster sends to the other processes: broadcast to
+    /// every worker, which adds them to its process's tables (see
+    /// [`super::Role::Leader`]); the probe covers their arrival at every worker.
+    pub tables: timely::dataflow::operators::vec::input::Handle<u32, Vec<TableEntry>>,
     pub probe: ProbeHandle<u32>,
     /// Changes of the materialization seen by this worker since the last drain.
     pub output: Rc<RefCell<Vec<(R, Mult)>>>,
@@ -271,6 +279,8 @@ pub(crate) fn build<R: Row>(
     worker.dataflow::<u32, _, _>(|scope| {
         let (facts_in, base) = scope.new_collection::<R, Mult>();
         let (rules_in, rules) = scope.new_collection::<(u32, u32), Mult>();
+        let (tables_in, entries) = scope.new_input::<Vec<TableEntry>>();
+        let shared = tables.shared.clone();
         let output = Rc::new(RefCell::new(Vec::new()));
         let rounds = Rc::new(RefCell::new(Vec::new()));
         let rounds2 = rounds.clone();
@@ -480,9 +490,17 @@ pub(crate) fn build<R: Row>(
                     .extend(data.iter().map(|(d, _, r)| (*d, *r)));
             })
             .probe();
+        // Each worker adds the entries to its process's tables, then acknowledges to
+        // worker 0: when the probe passes an epoch, every worker has them.
+        entries
+            .broadcast()
+            .inspect(move |e: &Vec<TableEntry>| shared.receive(e))
+            .exchange(|_| 0)
+            .probe_with(&probe);
         Handles {
             facts: facts_in,
             rules: rules_in,
+            tables: tables_in,
             probe,
             output,
             rounds,

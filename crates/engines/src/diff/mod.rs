@@ -115,6 +115,19 @@
 //! joins them. A failing worker turns into an [`EngineError`], never a panic of the
 //! caller.
 //!
+//! # Several processes
+//!
+//! With a [`Cluster`], timely connects the processes over TCP and the dataflow spans
+//! them. [`Diff::with_cluster`] is for a batch run where every process stages the same
+//! changes (each worker of all processes feeds its share). [`Diff::lead`] and
+//! [`Diff::follow`] are for live use: process 0 alone stages and feeds every change;
+//! the others hold no inputs, so the inputs' frontier is process 0's, and learn the
+//! rules process 0 compiles from a broadcast stream of table entries, sent in an epoch
+//! of their own before any data that names them (every worker acknowledges to worker
+//! 0, whose probe covers the acknowledgements). Changes are gathered to worker 0 in
+//! both cases. The dataflow is never rebuilt across processes: [`Diff::lead`] refuses
+//! a program that would need it ([`Engine::check_program`]).
+//!
 //! # Memory
 //!
 //! Per fact of the materialization: the two arrangements of the final `distinct` (its
@@ -141,8 +154,9 @@ use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 use flatset::FlatSet;
-pub use runtime::Cluster;
+pub(crate) use runtime::Role;
 use runtime::{Batch, Runtime};
+pub use runtime::{Cluster, bytes_sent};
 use rustc_hash::FxHashMap;
 use std::time::Instant;
 
@@ -186,6 +200,10 @@ pub struct Diff {
     failed: Option<String>,
     /// Several processes, when running as part of a cluster.
     cluster: Option<Cluster>,
+    role: Role,
+    /// (rules, patterns) of the tables already sent to the other processes
+    /// ([`Role::Leader`]).
+    sent_tables: (usize, usize),
 }
 
 impl Diff {
@@ -201,7 +219,56 @@ impl Diff {
         workers: usize,
         cluster: Cluster,
     ) -> Result<Diff, EngineError> {
-        Diff::build(program, workers, IDLE_MERGE_EFFORT, Some(cluster))
+        Diff::build(
+            program,
+            workers,
+            IDLE_MERGE_EFFORT,
+            Some(cluster),
+            Role::Replicated,
+        )
+    }
+
+    /// [`Diff::new`] as process 0 of a cluster whose other processes run
+    /// [`Diff::follow`]: this handle alone stages changes, its workers feed all of them
+    /// into the dataflow (the exchange routes each to its owner), and the compiled rules
+    /// go to the other processes through the dataflow, so they need neither the facts
+    /// nor the rule changes. The changes are gathered here: [`Engine::facts`],
+    /// [`Engine::len`] and [`Diff::last_changes`] describe the whole materialization.
+    ///
+    /// The dataflow cannot be rebuilt across processes: a rule change that needs a
+    /// wider row or more join stages than the program it started with is refused
+    /// ([`Engine::check_program`]).
+    pub fn lead(program: Program, workers: usize, cluster: Cluster) -> Result<Diff, EngineError> {
+        Diff::build(
+            program,
+            workers,
+            IDLE_MERGE_EFFORT,
+            Some(cluster),
+            Role::Leader,
+        )
+    }
+
+    /// Join a cluster led by process 0's [`Diff::lead`] as one of the other processes.
+    /// `program` must be the program process 0 started with (it decides the shape of
+    /// the dataflow); its facts and rules are not used. Returns once connected; call
+    /// [`Follower::wait`] to run until process 0 shuts the cluster down.
+    pub fn follow(
+        program: &Program,
+        workers: usize,
+        cluster: Cluster,
+    ) -> Result<Follower, EngineError> {
+        let shape = compile::shape(program);
+        let registry = Registry::default();
+        let runtime = start_runtime(
+            shape,
+            workers.max(1),
+            registry.shared.clone(),
+            IDLE_MERGE_EFFORT,
+            Some(&cluster),
+            Role::Follower,
+        )
+        .map_err(EngineError)?;
+        Ok(Follower { runtime })
     }
 
     /// Create the engine for `program`, with `workers` timely worker threads (at least
@@ -223,7 +290,7 @@ impl Diff {
         workers: usize,
         idle_merge_effort: Option<isize>,
     ) -> Result<Diff, EngineError> {
-        Diff::build(program, workers, idle_merge_effort, None)
+        Diff::build(program, workers, idle_merge_effort, None, Role::Alone)
     }
 
     fn build(
@@ -231,6 +298,7 @@ impl Diff {
         workers: usize,
         idle_merge_effort: Option<isize>,
         cluster: Option<Cluster>,
+        role: Role,
     ) -> Result<Diff, EngineError> {
         let mut diff = Diff {
             program: Program {
@@ -258,6 +326,8 @@ impl Diff {
             truncate: None,
             failed: None,
             cluster,
+            role,
+            sent_tables: (0, 0),
         };
         diff.set_program(program);
         let shape = compile::shape(&diff.program);
@@ -315,22 +385,32 @@ impl Diff {
     }
 
     fn start(&self, shape: Shape) -> Result<Runtime, String> {
-        let Some(&width) = dataflow::WIDTHS.iter().find(|&&w| w >= shape.width) else {
-            return Err(format!(
-                "the differential engine supports at most {} columns and variables per rule \
-                 (this program needs {})",
-                dataflow::WIDTHS[dataflow::WIDTHS.len() - 1] - 1,
-                shape.width
-            ));
-        };
-        Runtime::start(
+        start_runtime(
+            shape,
             self.workers,
-            width,
-            shape.stages.max(MIN_STAGES),
             self.registry.shared.clone(),
             self.idle_merge_effort,
             self.cluster.as_ref(),
+            self.role,
         )
+    }
+
+    /// Why the running dataflow cannot take `program` without a rebuild, which a
+    /// cluster led by this process cannot do.
+    fn check_fits(&self, program: &Program) -> Result<(), String> {
+        let (Role::Leader, Some(rt)) = (self.role, &self.runtime) else {
+            return Ok(());
+        };
+        let shape = compile::shape(program);
+        if shape.width > rt.width || shape.stages > rt.stages {
+            return Err(format!(
+                "in a cluster the dataflow cannot be rebuilt, and this program needs rows of \
+                 {} values and {} join stages where it was built for {} and {}: restart the \
+                 cluster with the new program",
+                shape.width, shape.stages, rt.width, rt.stages
+            ));
+        }
+        Ok(())
     }
 
     fn stage(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
@@ -374,6 +454,30 @@ impl Diff {
             Some(rt) => shape.width > rt.width || shape.stages > rt.stages,
             None => true,
         };
+        if rebuild && self.role != Role::Alone {
+            self.check_fits(&self.program)?;
+            return Err("in a cluster the dataflow cannot be rebuilt".into());
+        }
+        if self.role == Role::Leader {
+            // New compiled rules and patterns reach every process before any data that
+            // names them: an epoch of their own, which every worker acknowledges.
+            let tables = self
+                .registry
+                .shared
+                .entries_from(self.sent_tables.0, self.sent_tables.1);
+            if !tables.is_empty() {
+                let Some(rt) = self.runtime.as_mut() else {
+                    return Err("the differential engine has no workers".into());
+                };
+                rt.commit(Batch {
+                    epoch: self.epoch,
+                    tables,
+                    ..Batch::default()
+                })?;
+                self.epoch += 1;
+                self.sent_tables = self.registry.shared.sizes();
+            }
+        }
         if rebuild {
             // Stop the old workers first (drop joins them), then start anew.
             self.runtime = None;
@@ -587,6 +691,11 @@ impl Engine for Diff {
         Diff::set_program(self, program)
     }
 
+    fn check_program(&self, program: &Program) -> Result<(), String> {
+        crate::check_extends(&self.program, program)?;
+        self.check_fits(program)
+    }
+
     fn last_changes(&self) -> &[Change] {
         &self.last_changes
     }
@@ -644,5 +753,49 @@ impl Engine for Diff {
         self.mirror
             .get(relation as usize)
             .map_or_else(Vec::new, |s| s.iter().map(|t| t.to_vec()).collect())
+    }
+}
+
+/// Start the workers for a dataflow of `shape`.
+fn start_runtime(
+    shape: Shape,
+    workers: usize,
+    shared: std::sync::Arc<compile::Shared>,
+    idle_merge_effort: Option<isize>,
+    cluster: Option<&Cluster>,
+    role: Role,
+) -> Result<Runtime, String> {
+    let Some(&width) = dataflow::WIDTHS.iter().find(|&&w| w >= shape.width) else {
+        return Err(format!(
+            "the differential engine supports at most {} columns and variables per rule \
+             (this program needs {})",
+            dataflow::WIDTHS[dataflow::WIDTHS.len() - 1] - 1,
+            shape.width
+        ));
+    };
+    Runtime::start(
+        workers,
+        width,
+        shape.stages.max(MIN_STAGES),
+        shared,
+        idle_merge_effort,
+        cluster,
+        role,
+    )
+}
+
+/// A process of a cluster led by another process's [`Diff::lead`] (see
+/// [`Diff::follow`]): its workers hold part of the materialization and do their share
+/// of every commit process 0 makes.
+pub struct Follower {
+    runtime: Runtime,
+}
+
+impl Follower {
+    /// Run until process 0 shuts the cluster down (its handle is dropped). An error if
+    /// a worker of this process failed; a lost connection to another process ends the
+    /// process through timely's own panic, as in [`Diff::with_cluster`].
+    pub fn wait(mut self) -> Result<(), EngineError> {
+        self.runtime.wait().map_err(EngineError)
     }
 }

@@ -9,7 +9,7 @@
 //! stepping while its arrangements have merge work to do (`idle_merge_effort`), then
 //! parks until the handle unparks it.
 
-use super::compile::Shared;
+use super::compile::{Shared, TableEntry};
 use super::dataflow::{Row, Tables, build};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -29,6 +29,26 @@ pub(crate) struct Batch {
     pub fact_diffs: Vec<isize>,
     /// `(level, rule id, diff)`.
     pub rules: Vec<(u32, u32, isize)>,
+    /// Table entries for the other processes of a cluster ([`Role::Leader`] only; a
+    /// batch that has them has nothing else).
+    pub tables: Vec<TableEntry>,
+}
+
+/// How the workers of this process take part in the dataflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// One process: worker `i` feeds facts `j` with `j % workers == i`.
+    Alone,
+    /// One of several processes that all stage the same changes (a batch `run`): each
+    /// worker, of all processes, feeds its share.
+    Replicated,
+    /// Process 0 of a cluster whose other processes follow it: its workers feed every
+    /// change (facts `j` with `j % local workers == local index`), and its worker 0
+    /// sends the rule tables to the others through the dataflow.
+    Leader,
+    /// Another process of such a cluster: its workers feed nothing and hold no input;
+    /// they run the dataflow until process 0 closes it.
+    Follower,
 }
 
 /// What the workers produced for one commit.
@@ -80,14 +100,15 @@ impl Runtime {
         shared: Arc<Shared>,
         idle_merge_effort: Option<isize>,
         cluster: Option<&Cluster>,
+        role: Role,
     ) -> Result<Runtime, String> {
         let e = idle_merge_effort;
         let c = cluster.cloned();
         match width {
-            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c),
-            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c),
-            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c),
-            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c),
+            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c, role),
+            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c, role),
+            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c, role),
+            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c, role),
             _ => Err(format!("unsupported row width {width}")),
         }
     }
@@ -146,6 +167,27 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Wait for the workers of a [`Role::Follower`] process to finish: until process 0
+    /// closes the dataflow. An error if a worker failed.
+    pub(crate) fn wait(&mut self) -> Result<(), String> {
+        for _ in 0..self.senders.len() {
+            match self.replies.recv() {
+                Ok(Reply::Done { .. }) => {}
+                Ok(Reply::Failed(msg)) => {
+                    self.failed = true;
+                    return Err(format!("differential worker failed: {msg}"));
+                }
+                Err(_) => {
+                    self.failed = true;
+                    return Err("a differential worker stopped".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         for (tx, th) in self.senders.iter().zip(&self.threads) {
@@ -170,6 +212,7 @@ fn start_typed<R: Row>(
     shared: Arc<Shared>,
     idle_merge_effort: Option<isize>,
     cluster: Option<Cluster>,
+    role: Role,
 ) -> Result<Runtime, String> {
     let workers = workers.max(1);
     let (mut senders, mut receivers) = (Vec::new(), Vec::new());
@@ -217,7 +260,14 @@ fn start_typed<R: Row>(
         else {
             return;
         };
-        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), stages, gather);
+        let setup = Setup {
+            stages,
+            gather,
+            role,
+            first,
+            local: workers,
+        };
+        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), setup);
     };
     // Connecting to the other processes blocks until every peer is there: do it on a
     // thread of its own, so that a peer that never comes is an error after the timeout.
@@ -226,10 +276,20 @@ fn start_typed<R: Row>(
     // output, where a process writing its results to stdout cannot have it: send it to
     // standard error while connecting.
     let _quiet = timeout.map(|_| StdoutToStderr::new());
+    let timely::Config {
+        communication,
+        worker,
+    } = config;
     std::thread::Builder::new()
         .name("dynalog-timely-start".into())
         .spawn(move || {
-            let _ = guards_tx.send(timely::execute(config, body));
+            let started =
+                communication
+                    .try_build_with(counting_hooks())
+                    .and_then(|(builders, others)| {
+                        timely::execute::execute_from(builders, others, worker, body)
+                    });
+            let _ = guards_tx.send(started);
         })
         .map_err(|e| format!("cannot start the differential workers: {e}"))?;
     let started = match timeout {
@@ -268,6 +328,46 @@ fn start_typed<R: Row>(
         guards: Some(guards),
         failed: false,
     })
+}
+
+/// Bytes this process has sent to other processes of a cluster, as timely's
+/// communication logging reports them (message payloads; headers and TCP not counted).
+static BYTES_SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The bytes this process has sent to the other processes of a cluster since it
+/// started: the payloads of timely's messages between processes, counted by timely's
+/// communication logging. Final once the engines using a cluster are dropped (the
+/// network threads flush their logs as they stop).
+pub fn bytes_sent() -> u64 {
+    BYTES_SENT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Communication hooks that count the bytes sent to other processes.
+fn counting_hooks() -> timely::communication::Hooks {
+    use timely::communication::logging::{CommunicationEvent, CommunicationEventBuilder};
+    type Events = Vec<(std::time::Duration, CommunicationEvent)>;
+    timely::communication::Hooks {
+        log_fn: Arc::new(|_setup| {
+            Some(
+                timely::logging_core::Logger::<CommunicationEventBuilder>::new(
+                    std::time::Instant::now(),
+                    std::time::Duration::ZERO,
+                    |_, events: &mut Option<Events>| {
+                        let sent: usize = events
+                            .iter()
+                            .flatten()
+                            .map(|(_, e)| match e {
+                                CommunicationEvent::Message(m) if m.is_send => m.header.length,
+                                _ => 0,
+                            })
+                            .sum();
+                        BYTES_SENT.fetch_add(sent as u64, std::sync::atomic::Ordering::Relaxed);
+                    },
+                ),
+            )
+        }),
+        ..Default::default()
+    }
 }
 
 /// Standard output redirected to standard error, restored on drop.
@@ -328,25 +428,49 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// What a worker needs to know besides its commands.
+struct Setup {
+    stages: usize,
+    /// Send every change to worker 0 (several processes).
+    gather: bool,
+    role: Role,
+    /// The global index of this process's first worker.
+    first: usize,
+    /// Workers per process.
+    local: usize,
+}
+
 fn run_worker<R: Row>(
     worker: &mut Worker,
     rx: Receiver<Cmd>,
     reply: Sender<Reply>,
     shared: Arc<Shared>,
-    stages: usize,
-    gather: bool,
+    setup: Setup,
 ) {
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
     let tables = Rc::new(Tables::new(shared));
-    let mut handles = build::<R>(worker, tables, stages, buckets, gather);
+    let handles = build::<R>(worker, tables, setup.stages, buckets, setup.gather);
+    if setup.role == Role::Follower {
+        follow(worker, handles, &rx, &reply);
+        return;
+    }
+    // Which facts of a batch this worker feeds: `j % feed_peers == feed_index`.
+    let (feed_index, feed_peers) = match setup.role {
+        Role::Leader => (index - setup.first, setup.local),
+        _ => (index, peers),
+    };
+    let mut handles = handles;
     loop {
         match rx.try_recv() {
             Ok(Cmd::Commit(batch)) => {
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     let width = R::default().as_ref().len();
+                    if index == 0 && !batch.tables.is_empty() {
+                        handles.tables.send(batch.tables.clone());
+                    }
                     for (i, &diff) in batch.fact_diffs.iter().enumerate() {
-                        if i % peers == index {
+                        if i % feed_peers == feed_index {
                             let mut row = R::default();
                             row.as_mut()
                                 .copy_from_slice(&batch.facts[i * width..(i + 1) * width]);
@@ -363,8 +487,10 @@ fn run_worker<R: Row>(
                     let next = batch.epoch + 1;
                     handles.facts.advance_to(next);
                     handles.rules.advance_to(next);
+                    handles.tables.advance_to(next);
                     handles.facts.flush();
                     handles.rules.flush();
+                    handles.tables.flush();
                     let probe = handles.probe.clone();
                     worker.step_or_park_while(None, || probe.less_than(&next));
                     let out = std::mem::take(&mut *handles.output.borrow_mut());
@@ -394,7 +520,54 @@ fn run_worker<R: Row>(
             }
         }
     }
+    let probe = handles.probe.clone();
     drop(handles);
+    if setup.role == Role::Leader {
+        // The followers run until they see the inputs closed: let that news reach
+        // them before the dataflow goes.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            while !probe.done() {
+                worker.step_or_park(Some(std::time::Duration::from_millis(10)));
+            }
+        }));
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        for id in worker.installed_dataflows() {
+            worker.drop_dataflow(id);
+        }
+    }));
+}
+
+/// A worker of a [`Role::Follower`] process: it holds no input, so the inputs' frontier
+/// is process 0's; it runs the dataflow until process 0 closes it (or its own handle
+/// shuts it down), then replies once.
+fn follow<R: Row>(
+    worker: &mut Worker,
+    handles: super::dataflow::Handles<R>,
+    rx: &Receiver<Cmd>,
+    reply: &Sender<Reply>,
+) {
+    let probe = handles.probe.clone();
+    drop(handles);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        while !probe.done() {
+            match rx.try_recv() {
+                Ok(Cmd::Shutdown) | Err(TryRecvError::Disconnected) => return false,
+                Ok(Cmd::Commit(_)) | Err(TryRecvError::Empty) => {}
+            }
+            worker.step_or_park(None);
+        }
+        true
+    }));
+    let msg = match result {
+        Ok(_) => Reply::Done {
+            facts: Vec::new(),
+            diffs: Vec::new(),
+            rounds: Vec::new(),
+        },
+        Err(p) => Reply::Failed(panic_message(&*p)),
+    };
+    let _ = reply.send(msg);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         for id in worker.installed_dataflows() {
             worker.drop_dataflow(id);
