@@ -396,15 +396,7 @@ fn serve_on_two_processes_answers_from_process_0_and_stops_both() {
     ];
     let follower = spawn_in_cluster(&args, &hosts, 1, 2);
     let mut leader = spawn_in_cluster(&args, &hosts, 0, 2);
-    let mut line = String::new();
-    BufReader::new(leader.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("reads the address");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let addr = common::listening_address(&mut leader);
     let (status, body) = http(&addr, "POST", "/transactions", "+ edge(100, 1).\n");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(r#""inserted":4"#), "{body}");

@@ -31,15 +31,7 @@ fn start(args: &[&str]) -> Server {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("dynalog serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("reads the address");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let addr = common::listening_address(&mut child);
     Server { child, addr }
 }
 

@@ -123,3 +123,16 @@ pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
         .unwrap_or_default();
     (status, body)
 }
+
+/// Read the `listening on http://ADDR` line `dynalog serve` prints first; returns ADDR.
+pub fn listening_address(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("reads the address");
+    line.trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string()
+}

@@ -133,34 +133,23 @@ impl Runtime {
             rounds,
         } = &mut out;
         for _ in 0..self.senders.len() {
-            match self.replies.recv() {
-                Ok(Reply::Done {
-                    facts: f,
-                    diffs: d,
-                    rounds: r,
-                }) => {
-                    if facts.is_empty() {
-                        *facts = f;
-                        *diffs = d;
-                    } else {
-                        facts.extend_from_slice(&f);
-                        diffs.extend_from_slice(&d);
-                    }
-                    if rounds.len() < r.len() {
-                        rounds.resize(r.len(), 0);
-                    }
-                    for (a, b) in rounds.iter_mut().zip(r) {
-                        *a = (*a).max(b);
-                    }
-                }
-                Ok(Reply::Failed(msg)) => {
-                    self.failed = true;
-                    return Err(format!("differential worker failed: {msg}"));
-                }
-                Err(_) => {
-                    self.failed = true;
-                    return Err("a differential worker stopped".into());
-                }
+            let Output {
+                facts: f,
+                diffs: d,
+                rounds: r,
+            } = self.reply()?;
+            if facts.is_empty() {
+                *facts = f;
+                *diffs = d;
+            } else {
+                facts.extend_from_slice(&f);
+                diffs.extend_from_slice(&d);
+            }
+            if rounds.len() < r.len() {
+                rounds.resize(r.len(), 0);
+            }
+            for (a, b) in rounds.iter_mut().zip(r) {
+                *a = (*a).max(b);
             }
         }
         Ok(out)
@@ -172,19 +161,32 @@ impl Runtime {
     /// closes the dataflow. An error if a worker failed.
     pub(crate) fn wait(&mut self) -> Result<(), String> {
         for _ in 0..self.senders.len() {
-            match self.replies.recv() {
-                Ok(Reply::Done { .. }) => {}
-                Ok(Reply::Failed(msg)) => {
-                    self.failed = true;
-                    return Err(format!("differential worker failed: {msg}"));
-                }
-                Err(_) => {
-                    self.failed = true;
-                    return Err("a differential worker stopped".into());
-                }
-            }
+            self.reply()?;
         }
         Ok(())
+    }
+
+    /// The next worker's reply: its output rows, diffs and rounds, or why it failed.
+    fn reply(&mut self) -> Result<Output, String> {
+        match self.replies.recv() {
+            Ok(Reply::Done {
+                facts,
+                diffs,
+                rounds,
+            }) => Ok(Output {
+                facts,
+                diffs,
+                rounds,
+            }),
+            Ok(Reply::Failed(msg)) => {
+                self.failed = true;
+                Err(format!("differential worker failed: {msg}"))
+            }
+            Err(_) => {
+                self.failed = true;
+                Err("a differential worker stopped".into())
+            }
+        }
     }
 }
 
