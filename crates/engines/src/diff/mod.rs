@@ -166,7 +166,7 @@ pub const MIN_STAGES: usize = 3;
 
 /// The default `idle_merge_effort` of the workers' arrangements (see
 /// [`Diff::with_idle_merge_effort`]).
-pub const IDLE_MERGE_EFFORT: Option<isize> = Some(1_000);
+pub const IDLE_MERGE_EFFORT: Option<isize> = Some(100);
 
 /// The differential-dataflow engine. See the module documentation.
 pub struct Diff {
@@ -283,8 +283,10 @@ impl Diff {
     /// arrive). With an effort, arrangements keep merging after a commit until each is
     /// one batch, so memory returns after inserting and deleting the same facts even
     /// when no further updates come; the price is background work that competes with
-    /// the next commit when commits come back to back (measured on RhoDF/LUBM1, 1%
-    /// updates, one worker: about 5 ms per commit without, 7–10 ms with the default).
+    /// the next commit when commits come back to back, the more the larger the effort
+    /// per scheduling (measured on the study's RhoDF/LUBM1, 2 workers, 1% updates back
+    /// to back, medians of 11: 2.8 ms per commit without, 2.9–3.1 ms with the default
+    /// effort of 100, 5.5–6.3 ms with 1,000).
     pub fn with_idle_merge_effort(
         program: Program,
         workers: usize,
