@@ -94,19 +94,15 @@ fn run_program_in_cluster(
 fn generated_rmat_1k_and_lubm_1_match_one_process() {
     let data = tempfile::tempdir().expect("tempdir");
     let d = data.path();
-    let generate = |args: &[&str]| {
-        let o = dynalog(args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
     // tc on RMAT-1k (n = 1000, m = 10,000, as the benchmark's tc-rmat1k).
     let edges = d.join("edge.facts");
     let edges = edges.to_str().expect("utf-8");
-    generate(&[
+    dynalog_ok(&[
         "gen", "rmat", "--nodes", "1000", "--edges", "10000", "--seed", "0", "-o", edges,
     ]);
     // RhoDF on LUBM(1, 0), every triple of the materialization written out.
     let lubm = d.join("lubm.nt");
-    generate(&[
+    dynalog_ok(&[
         "gen",
         "lubm",
         "--universities",
@@ -268,13 +264,19 @@ fn killing_a_peer_mid_run_makes_the_other_exit_with_an_error() {
     std::thread::sleep(std::time::Duration::from_secs(3));
     victim.kill().expect("kill");
     let _ = victim.wait();
+    stops_for_the_lost_peer(survivor, 1);
+}
+
+/// `survivor`, whose peer `lost` was killed, exits within the test's bound, non-zero,
+/// naming the lost process.
+fn stops_for_the_lost_peer(survivor: Child, lost: usize) {
     let started = std::time::Instant::now();
     let o = survivor.wait_with_output().expect("ends");
     assert!(started.elapsed().as_secs() < 60);
     assert!(!o.status.success(), "the survivor must fail");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        stderr.contains("lost the connection to process 1"),
+        stderr.contains(&format!("lost the connection to process {lost}")),
         "{stderr}"
     );
 }
@@ -437,13 +439,5 @@ fn killing_process_0_of_a_session_stops_the_follower_with_an_error() {
     assert!(line.starts_with("commit 0:"), "{line}");
     leader.kill().expect("kill");
     let _ = leader.wait();
-    let started = std::time::Instant::now();
-    let o = follower.wait_with_output().expect("ends");
-    assert!(started.elapsed().as_secs() < 60);
-    assert!(!o.status.success(), "the follower must fail");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        stderr.contains("lost the connection to process 0"),
-        "{stderr}"
-    );
+    stops_for_the_lost_peer(follower, 0);
 }

@@ -7,10 +7,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 fn ok(args: &[&str]) -> String {
-    let o = dynalog(args);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "dynalog {args:?} failed: {stderr}");
-    String::from_utf8(o.stdout).expect("utf-8 output")
+    dynalog_ok(args)
 }
 
 fn fails(args: &[&str]) -> String {

@@ -136,3 +136,11 @@ pub fn listening_address(child: &mut std::process::Child) -> String {
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_string()
 }
+
+/// Run `dynalog ARGS`, which must succeed; returns its standard output.
+pub fn dynalog_ok(args: &[&str]) -> String {
+    let o = dynalog(args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "dynalog {args:?} failed: {stderr}");
+    String::from_utf8(o.stdout).expect("utf-8 output")
+}
