@@ -10,7 +10,7 @@ use common::*;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 const EXAMPLES: &[&str] = &["tc", "sg", "negation", "rhodf", "arith"];
 
@@ -304,6 +304,20 @@ fn spawn_in_cluster(args: &[&str], hosts: &Path, process: usize, workers: usize)
         .expect("starts")
 }
 
+/// `args` as process 1 then process 0 of two, `script` fed to process 0; returns
+/// process 0's output and the still running process 1.
+fn session_pair(args: &[&str], hosts: &Path, workers: usize, script: &str) -> (Output, Child) {
+    let follower = spawn_in_cluster(args, hosts, 1, workers);
+    let mut leader = spawn_in_cluster(args, hosts, 0, workers);
+    leader
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writes the script");
+    (leader.wait_with_output().expect("ends"), follower)
+}
+
 /// A scripted session (tests/sessions) as process 0 of two: it prints exactly what one
 /// process prints (the `.expected` file), and the follower ends cleanly with it.
 fn session_in_cluster(name: &str, workers: usize, expect_success: bool) {
@@ -315,15 +329,7 @@ fn session_in_cluster(name: &str, workers: usize, expect_success: bool) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts = hostfile(tmp.path(), 2);
     let args = ["session", program, "-F", facts, "--engine", "diff"];
-    let follower = spawn_in_cluster(&args, &hosts, 1, workers);
-    let mut leader = spawn_in_cluster(&args, &hosts, 0, workers);
-    leader
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(script.as_bytes())
-        .expect("writes the script");
-    let o = leader.wait_with_output().expect("ends");
+    let (o, follower) = session_pair(&args, &hosts, workers, &script);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         mask_times(&String::from_utf8_lossy(&o.stdout)),
@@ -362,15 +368,7 @@ fn a_rule_the_cluster_dataflow_cannot_take_is_refused_and_nothing_changes() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts = hostfile(tmp.path(), 2);
     let args = ["session", "examples/tc.dl", "-F", "examples/tc"];
-    let follower = spawn_in_cluster(&args, &hosts, 1, 1);
-    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
-    leader
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(script.as_bytes())
-        .expect("writes");
-    let o = leader.wait_with_output().expect("ends");
+    let (o, follower) = session_pair(&args, &hosts, 1, script);
     let stdout = mask_times(&String::from_utf8_lossy(&o.stdout));
     assert_eq!(
         stdout,

@@ -318,24 +318,21 @@ impl Shared {
     pub(crate) fn receive(&self, entries: &[TableEntry]) {
         for e in entries {
             match e {
-                TableEntry::Pattern(id, spec) => {
-                    let mut t = self.patterns.write().unwrap_or_else(|e| e.into_inner());
-                    let have = t.len() as u32;
-                    assert!(*id <= have, "pattern {id} received before pattern {have}");
-                    if *id == have {
-                        t.push(Arc::new(spec.clone()));
-                    }
-                }
-                TableEntry::Rule(id, rule) => {
-                    let mut t = self.rules.write().unwrap_or_else(|e| e.into_inner());
-                    let have = t.len() as u32;
-                    assert!(*id <= have, "rule {id} received before rule {have}");
-                    if *id == have {
-                        t.push(Arc::new(rule.clone()));
-                    }
-                }
+                TableEntry::Pattern(id, spec) => append_at(&self.patterns, *id, spec, "pattern"),
+                TableEntry::Rule(id, rule) => append_at(&self.rules, *id, rule, "rule"),
             }
         }
+    }
+}
+
+/// Append `value` to `table` as entry `id` if it is the next one; an `id` already
+/// present is skipped, one beyond the next is a protocol error.
+fn append_at<T: Clone>(table: &RwLock<Vec<Arc<T>>>, id: u32, value: &T, what: &str) {
+    let mut t = table.write().unwrap_or_else(|e| e.into_inner());
+    let have = t.len() as u32;
+    assert!(id <= have, "{what} {id} received before {what} {have}");
+    if id == have {
+        t.push(Arc::new(value.clone()));
     }
 }
 
