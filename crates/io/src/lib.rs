@@ -456,6 +456,32 @@ pub fn write_outputs(
     Ok(())
 }
 
+/// Read a file of facts of `rel` in the format of its first `.input` directive
+/// (delimiter, header line), or tab-separated without one; symbols are interned into
+/// `symbols`. Used to load and unload files in a live session. A file that cannot be
+/// opened is reported at line 0 (no position).
+pub fn read_relation_file(
+    path: &Path,
+    rel: &Relation,
+    symbols: &mut SymbolTable,
+) -> Result<Tuples, Diagnostic> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .map_err(|e| Diagnostic::line(&name, 0, 0, format!("cannot read `{name}`: {e}")))?;
+    let (delimiter, headers) = match rel.inputs.first() {
+        Some(spec) => (delimiter_of(spec), spec.get("headers") == Some("true")),
+        None => ('\t', false),
+    };
+    read_facts(
+        BufReader::new(file),
+        &name,
+        rel,
+        delimiter,
+        headers,
+        symbols,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,30 +597,4 @@ mod tests {
             vec![i32::MIN as u32, (-3i32) as u32, 0, 5, i32::MAX as u32]
         );
     }
-}
-
-/// Read a file of facts of `rel` in the format of its first `.input` directive
-/// (delimiter, header line), or tab-separated without one; symbols are interned into
-/// `symbols`. Used to load and unload files in a live session. A file that cannot be
-/// opened is reported at line 0 (no position).
-pub fn read_relation_file(
-    path: &Path,
-    rel: &Relation,
-    symbols: &mut SymbolTable,
-) -> Result<Tuples, Diagnostic> {
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Diagnostic::line(&name, 0, 0, format!("cannot read `{name}`: {e}")))?;
-    let (delimiter, headers) = match rel.inputs.first() {
-        Some(spec) => (delimiter_of(spec), spec.get("headers") == Some("true")),
-        None => ('\t', false),
-    };
-    read_facts(
-        BufReader::new(file),
-        &name,
-        rel,
-        delimiter,
-        headers,
-        symbols,
-    )
 }
