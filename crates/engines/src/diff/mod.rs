@@ -148,6 +148,7 @@
 mod compile;
 mod dataflow;
 mod flatset;
+mod profile;
 mod runtime;
 
 use crate::{Change, CommitStats, Engine, EngineError, StratumStats};

@@ -452,9 +452,13 @@ fn run_worker<R: Row>(
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
     let tables = Rc::new(Tables::new(shared));
+    let profile = super::profile::Profile::start(worker);
     let handles = build::<R>(worker, tables, setup.stages, buckets, setup.gather);
     if setup.role == Role::Follower {
         follow(worker, handles, &rx, &reply);
+        if let Some(profile) = profile {
+            profile.report(worker, "end");
+        }
         return;
     }
     // Which facts of a batch this worker feeds: `j % feed_peers == feed_index`.
@@ -495,6 +499,9 @@ fn run_worker<R: Row>(
                     handles.tables.flush();
                     let probe = handles.probe.clone();
                     worker.step_or_park_while(None, || probe.less_than(&next));
+                    if let Some(profile) = profile.as_ref().filter(|p| p.each_commit) {
+                        profile.report(worker, &format!("commit {}", batch.epoch));
+                    }
                     let out = std::mem::take(&mut *handles.output.borrow_mut());
                     let rounds = std::mem::take(&mut *handles.rounds.borrow_mut());
                     let mut facts = Vec::with_capacity(out.len() * width);
@@ -538,6 +545,9 @@ fn run_worker<R: Row>(
                 worker.step_or_park(Some(std::time::Duration::from_millis(10)));
             }
         }));
+    }
+    if let Some(profile) = profile {
+        profile.report(worker, "end");
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
         for id in worker.installed_dataflows() {

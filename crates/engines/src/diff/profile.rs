@@ -1,0 +1,115 @@
+//! Where a worker's time goes, per operator of the circuit: with the environment
+//! variable `DYNALOG_PROFILE` set, every worker records timely's scheduling events and,
+//! when it stops, prints to standard error the operators that took the most time (own
+//! time: the time of an operator minus that of the operators scheduled inside it).
+//!
+//! ```text
+//! DYNALOG_PROFILE=1 dynalog run programs/tc.dl -F DIR --engine diff
+//! ```
+//!
+//! With `DYNALOG_PROFILE=commit`, each worker prints (and resets) its profile after every
+//! commit instead. A diagnostic for the engine's developers; it costs a little time per
+//! scheduling.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+use timely::logging::{StartStop, TimelyEvent, TimelyEventBuilder};
+use timely::worker::Worker;
+
+/// What a worker's logger has gathered.
+#[derive(Default)]
+struct State {
+    /// Operator id -> (name, address).
+    names: HashMap<usize, (String, Vec<usize>)>,
+    /// Operator id -> (own time, schedulings).
+    own: HashMap<usize, (Duration, u64)>,
+    /// Operators being scheduled: (id, start, time of operators scheduled inside).
+    stack: Vec<(usize, Duration, Duration)>,
+}
+
+/// A worker's profile, if `DYNALOG_PROFILE` is set.
+pub(crate) struct Profile {
+    state: Rc<RefCell<State>>,
+    index: usize,
+    /// Print after every commit (`DYNALOG_PROFILE=commit`), not only at the end.
+    pub(crate) each_commit: bool,
+}
+
+impl Profile {
+    /// Start recording on `worker` (before its dataflow is built), if asked for.
+    pub(crate) fn start(worker: &mut Worker) -> Option<Profile> {
+        let each_commit = std::env::var_os("DYNALOG_PROFILE")? == "commit";
+        let state = Rc::new(RefCell::new(State::default()));
+        let s = state.clone();
+        let mut registry = worker.log_register()?;
+        registry.insert::<TimelyEventBuilder, _>("timely", move |_, events| {
+            let mut s = s.borrow_mut();
+            for (time, event) in events.iter().flatten() {
+                match event {
+                    TimelyEvent::Operates(op) => {
+                        s.names.insert(op.id, (op.name.clone(), op.addr.clone()));
+                    }
+                    TimelyEvent::Schedule(e) => match e.start_stop {
+                        StartStop::Start => s.stack.push((e.id, *time, Duration::ZERO)),
+                        StartStop::Stop => {
+                            if let Some((id, start, inner)) = s.stack.pop() {
+                                let total = time.saturating_sub(start);
+                                let entry = s.own.entry(id).or_default();
+                                entry.0 += total.saturating_sub(inner);
+                                entry.1 += 1;
+                                if let Some(parent) = s.stack.last_mut() {
+                                    parent.2 += total;
+                                }
+                            }
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        });
+        drop(registry);
+        Some(Profile {
+            state,
+            index: worker.index(),
+            each_commit,
+        })
+    }
+
+    /// Print the operators that took the most time since the last report, most first.
+    pub(crate) fn report(&self, worker: &mut Worker, what: &str) {
+        if let Some(mut registry) = worker.log_register() {
+            registry.flush();
+        }
+        let mut s = self.state.borrow_mut();
+        let mut rows: Vec<(Duration, u64, String)> = s
+            .own
+            .iter()
+            .map(|(id, &(time, count))| {
+                let name = s
+                    .names
+                    .get(id)
+                    .map_or_else(|| format!("operator {id}"), |(n, a)| format!("{n} {a:?}"));
+                (time, count, name)
+            })
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+        let total: Duration = rows.iter().map(|r| r.0).sum();
+        let mut text = format!(
+            "profile of worker {} ({what}): {:.1} ms in operators\n",
+            self.index,
+            total.as_secs_f64() * 1e3
+        );
+        for (time, count, name) in rows.iter().take(25) {
+            text.push_str(&format!(
+                "  {:8.1} ms {:5.1}% {:7} x  {name}\n",
+                time.as_secs_f64() * 1e3,
+                100.0 * time.as_secs_f64() / total.as_secs_f64().max(1e-9),
+                count
+            ));
+        }
+        eprint!("{text}");
+        s.own.clear();
+    }
+}
