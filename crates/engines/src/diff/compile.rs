@@ -11,8 +11,6 @@ use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, RwLock};
 
-/// `key[0]` of a relation scan: the relation id with this bit set.
-pub(crate) const SCAN: u32 = 0x8000_0000;
 /// `key[0]` of a negated pattern: the pattern id with this bit set.
 pub(crate) const NEG: u32 = 0x4000_0000;
 /// Relation and pattern ids must stay below this.
@@ -90,7 +88,7 @@ impl PatternSpec {
 /// One positive or negated body atom of a compiled rule, with what follows it.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct JoinStep {
-    /// `key[0]` of a substitution waiting here: `rel | SCAN`, `pattern` or `pattern | NEG`.
+    /// `key[0]` of a substitution waiting here: `pattern` or `pattern | NEG`.
     pub key0: u32,
     /// Slots whose values form `key[1..]`, in column order.
     pub key_slots: Vec<u32>,
@@ -113,7 +111,7 @@ pub(crate) struct CompiledRule {
     /// Filters and assignments before the first atom.
     pub pre: Vec<Literal>,
     pub joins: Vec<JoinStep>,
-    /// The (non-scan) patterns the rule reads: `key0` values, deduplicated.
+    /// The patterns the rule reads: `key0` values, deduplicated.
     pub patterns: Vec<u32>,
 }
 
@@ -463,21 +461,15 @@ impl Registry {
                     *b = true;
                 }
             }
-            let identity = !neg && cols.iter().all(|c| *c == ColSpec::Free);
-            let key0 = if identity {
-                atom.relation | SCAN
-            } else {
-                let id = self.pattern_id(PatternSpec {
-                    rel: atom.relation,
-                    neg,
-                    cols,
-                })?;
-                let key0 = if neg { id | NEG } else { id };
-                if !patterns.contains(&key0) {
-                    patterns.push(key0);
-                }
-                key0
-            };
+            let id = self.pattern_id(PatternSpec {
+                rel: atom.relation,
+                neg,
+                cols,
+            })?;
+            let key0 = if neg { id | NEG } else { id };
+            if !patterns.contains(&key0) {
+                patterns.push(key0);
+            }
             joins.push(JoinStep {
                 key0,
                 bucketed: !neg && key_slots.is_empty(),

@@ -5,21 +5,21 @@
 //! code of it.
 
 use super::compile::{
-    CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, SCAN, Shared, TableEntry,
+    CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, Shared, TableEntry,
 };
+use super::consolidate::consolidate_heads;
+use super::entries::pattern_entries;
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent, arrangement::arrange_core};
 use differential_dataflow::operators::iterate::VecVariable;
-use differential_dataflow::trace::implementations::{
-    KeyBatcher, KeyBuilder, KeySpine, ValBatcher, ValSpine,
-};
+use differential_dataflow::trace::implementations::{KeyBatcher, KeyBuilder, KeySpine};
 use std::cell::RefCell;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
-use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -91,12 +91,12 @@ impl Tables {
         f(&rules[id as usize])
     }
 
-    #[inline]
-    fn with_pattern<T>(&self, id: u32, f: impl FnOnce(&PatternSpec) -> T) -> T {
+    /// The spec of pattern `id`.
+    pub(crate) fn pattern(&self, id: u32) -> Arc<PatternSpec> {
         {
             let patterns = self.patterns.borrow();
             if let Some(p) = patterns.get(id as usize) {
-                return f(p);
+                return p.clone();
             }
         }
         {
@@ -109,14 +109,13 @@ impl Tables {
             let have = patterns.len();
             patterns.extend(shared[have..].iter().cloned());
         }
-        let patterns = self.patterns.borrow();
-        f(&patterns[id as usize])
+        self.patterns.borrow()[id as usize].clone()
     }
 }
 
 /// A deterministic bucket of a row, the same on every worker.
 #[inline]
-fn bucket(values: &[u32], buckets: u32) -> u32 {
+pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
     if buckets <= 1 {
         return 0;
     }
@@ -128,44 +127,13 @@ fn bucket(values: &[u32], buckets: u32) -> u32 {
     ((h >> 32) % buckets as u64) as u32
 }
 
-/// The worker-routing hash of a fact: its bucket. Facts (the `distinct` that makes
-/// them), the scan and the substitutions waiting at a scan are all placed by bucket
-/// (bucket `b` on worker `b mod workers`), so the scan is arranged where the facts
-/// already are, without an exchange.
+/// The worker-routing hash of a fact: its bucket. The base facts and the `distinct`
+/// that makes the others are placed by it, so every update of one fact (its insertion
+/// as a base fact, its derivation, the loop's feedback) reaches the same worker and
+/// the index entries' history of that fact consolidates there.
 #[inline]
 fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
     bucket(&f.as_ref()[1..], buckets) as u64
-}
-
-/// A (key, value) arrangement whose records are placed by `route(key)`, or left on
-/// their worker (`route` = `None`).
-fn arrange_routed<'s, K: Row, V: differential_dataflow::ExchangeData>(
-    c: VecCollection<'s, Inner, (K, V), Mult>,
-    name: &str,
-    route: Option<fn(&K) -> u64>,
-) -> Arranged<'s, TraceAgent<ValSpine<K, V, Inner, Mult>>> {
-    match route {
-        Some(route) => {
-            let pact = Exchange::new(move |u: &((K, V), Inner, Mult)| route(&(u.0).0));
-            arrange_core::<_, _, ValBatcher<K, V, Inner, Mult>, _>(
-                c.inner,
-                pact,
-                name,
-                ValBatcher::new,
-            )
-        }
-        None => arrange_core::<_, _, ValBatcher<K, V, Inner, Mult>, _>(
-            c.inner,
-            Pipeline,
-            name,
-            ValBatcher::new,
-        ),
-    }
-}
-
-/// The route of a scan key `[rel | SCAN, bucket, 0..]`: its bucket.
-fn scan_route<K: Row>(k: &K) -> u64 {
-    k.as_ref()[1] as u64
 }
 
 /// The records a join closure emits: none, one, or one per bucket (key\[1\] = bucket).
@@ -240,7 +208,7 @@ fn head<R: Row>(rule: &CompiledRule, at: usize, vals: &[u32], mut slots: R) -> O
     }
 }
 
-/// The substitutions waiting for `kind` (`SCAN`, `NEG` or 0 for an index) at their
+/// The substitutions waiting for `kind` (`NEG` or 0 for an index entry) at their
 /// rule's last atom or not.
 fn wait<'s, R: Row>(
     c: &VecCollection<'s, Inner, (R, Sub<R>), Mult>,
@@ -248,7 +216,7 @@ fn wait<'s, R: Row>(
     last: bool,
 ) -> VecCollection<'s, Inner, (R, Sub<R>), Mult> {
     c.clone()
-        .filter(move |(k, sub)| k.as_ref()[0] & (SCAN | NEG) == kind && (sub.0 & LAST != 0) == last)
+        .filter(move |(k, sub)| k.as_ref()[0] & NEG == kind && (sub.0 & LAST != 0) == last)
 }
 
 /// What a worker keeps of its dataflow.
@@ -286,7 +254,7 @@ pub(crate) fn build<R: Row>(
         let rounds2 = rounds.clone();
 
         // The base facts, placed by bucket like every fact of the loop (see
-        // `fact_route`): the scan of round 0 is arranged where they are.
+        // `fact_route`).
         let base = VecCollection::new(
             base.inner
                 .exchange(move |(f, _, _): &(R, u32, Mult)| fact_route(f, buckets)),
@@ -296,58 +264,17 @@ pub(crate) fn build<R: Row>(
             // Rules of level k start at round k << LEVEL_SHIFT: every lower level has
             // reached its fixpoint by then (stratified evaluation inside one loop).
             let seeds = rules.enter_at(inner, |&(level, _)| level << LEVEL_SHIFT);
-            let (variable, facts) = VecVariable::new_from(base.clone(), Product::new(0, 1));
-
-            // Every fact, keyed by (relation | SCAN, bucket): the index of atoms with
-            // only distinct free variables, and the source of the pattern indexes.
-            let scan = facts.map(move |f: R| {
-                let mut key = R::default();
-                let mut val = R::default();
-                let f = f.as_ref();
-                let vals = val.as_mut();
-                vals[..f.len() - 1].copy_from_slice(&f[1..]);
-                let k = key.as_mut();
-                k[0] = f[0] | SCAN;
-                k[1] = bucket(&f[1..], buckets);
-                (key, val)
-            });
-            // `facts` is placed by bucket already (see `fact_route`).
-            let scan = arrange_routed(scan, "Scan", None);
+            let (variable, facts) = VecVariable::<Inner, R, Mult>::new(inner, Product::new(0, 1));
 
             // The patterns in use: those of the live rules, as data.
             let t = tables.clone();
-            let t2 = tables.clone();
             let patterns = seeds
                 .clone()
                 .flat_map(move |(_, r)| t.with_rule(r, |rule| rule.patterns.clone()))
-                .distinct_core::<Mult>()
-                .flat_map(move |p: u32| {
-                    let rel = t2.with_pattern(p & !NEG, |spec| spec.rel);
-                    (0..buckets).map(move |b| {
-                        let mut key = R::default();
-                        key.as_mut()[0] = rel | SCAN;
-                        key.as_mut()[1] = b;
-                        (key, p)
-                    })
-                });
-            let patterns = arrange_routed(patterns, "Patterns", Some(scan_route::<R>));
+                .distinct_core::<Mult>();
 
             // Index entries: (pattern, bound values) -> free values.
-            let t = tables.clone();
-            let entries = scan
-                .clone()
-                .join_core(patterns, move |_k, vals: &R, &p: &u32| {
-                    t.with_pattern(p & !NEG, |spec| {
-                        let mut key = R::default();
-                        let mut val = R::default();
-                        let n = spec.entry(vals.as_ref(), key.as_mut(), val.as_mut())?;
-                        key.as_mut()[0] = p;
-                        if n == 1 && p & NEG == 0 {
-                            key.as_mut()[1] = bucket(val.as_ref(), buckets);
-                        }
-                        Some((key, val))
-                    })
-                });
+            let entries = pattern_entries(facts, patterns, tables.clone(), buckets);
             let index = entries
                 .clone()
                 .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
@@ -383,29 +310,12 @@ pub(crate) fn build<R: Row>(
                         .map(|(fact, _)| fact),
                 );
                 let waiting = subs.filter(|(_, sub)| sub.0 != HEAD);
-                // Split by what the substitution waits for: a scan, an index or a
+                // Split by what the substitution waits for: an index entry or a
                 // negation, and whether it is the rule's last atom.
-                let at_scan = arrange_routed(
-                    wait(&waiting, SCAN, false),
-                    "WaitScan",
-                    Some(scan_route::<R>),
-                );
                 let at_index = wait(&waiting, 0, false).arrange_by_key_named("WaitIndex");
-                let last_scan = arrange_routed(
-                    wait(&waiting, SCAN, true),
-                    "LastScan",
-                    Some(scan_route::<R>),
-                );
                 let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
-                let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & (SCAN | NEG) == NEG);
+                let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & NEG != 0);
 
-                let t = tables.clone();
-                let from_scan =
-                    at_scan.join_core(scan.clone(), move |_k, sub: &Sub<R>, vals: &R| {
-                        t.with_rule(sub.0, |rule| {
-                            emit(rule, sub.0, Some(s), vals.as_ref(), sub.1, buckets)
-                        })
-                    });
                 let t = tables.clone();
                 let from_index =
                     at_index.join_core(index.clone(), move |_k, sub: &Sub<R>, vals: &R| {
@@ -413,12 +323,6 @@ pub(crate) fn build<R: Row>(
                             emit(rule, sub.0, Some(s), vals.as_ref(), sub.1, buckets)
                         })
                     });
-                let t = tables.clone();
-                heads.push(
-                    last_scan.join_core(scan.clone(), move |_k, sub: &Sub<R>, vals: &R| {
-                        t.with_rule(sub.0 & !LAST, |rule| head(rule, s, vals.as_ref(), sub.1))
-                    }),
-                );
                 let t = tables.clone();
                 heads.push(last_index.join_core(
                     index.clone(),
@@ -435,17 +339,18 @@ pub(crate) fn build<R: Row>(
                     let id = sub.0 & !LAST;
                     t.with_rule(id, |rule| emit(rule, id, Some(s), &[], sub.1, buckets))
                 });
-                subs = from_scan.concat(from_index).concat(from_neg);
+                subs = from_index.concat(from_neg);
             }
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
 
-            let derived = differential_dataflow::collection::concatenate(inner, heads);
+            let derived =
+                consolidate_heads(differential_dataflow::collection::concatenate(inner, heads));
             // distinct, with the facts placed by bucket (`fact_route`), not by hash.
             let pact =
                 Exchange::new(move |u: &((R, ()), Inner, Mult)| fact_route(&(u.0).0, buckets));
             let all: Arranged<'_, TraceAgent<KeySpine<R, Inner, Mult>>> =
                 arrange_core::<_, _, KeyBatcher<R, Inner, Mult>, _>(
-                    base.concat(derived).map(|f| (f, ())).inner,
+                    base.map(|f| (f, ())).concat(derived).inner,
                     pact,
                     "Arrange: Distinct",
                     KeyBatcher::new,

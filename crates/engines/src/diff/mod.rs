@@ -59,38 +59,41 @@
 //!
 //! Inside the loop, for the set of facts `F` of the current round:
 //!
-//! * **scan**: `F` keyed by `(relation | SCAN, bucket)` → values (arranged). The bucket
-//!   is a hash of the values, `8 × workers` buckets with several workers. Bucket `b`
-//!   lives on worker `b mod workers`, and the facts are placed there already (the base
-//!   facts by an exchange as they enter, the others by the `distinct` that makes them,
-//!   which routes by bucket, not by a hash of the row), so the scan is arranged
-//!   without exchanging the facts a second time; the patterns and the substitutions
-//!   waiting at a scan are routed by their key's bucket likewise.
 //! * **patterns**: the binding patterns of the live rules' atoms (which columns are
 //!   bound by earlier literals, which are constants, which repeat a variable), from the
-//!   `rules` collection, deduplicated and keyed by their relation's scan keys: patterns
-//!   in use are data too.
-//! * **index**: `scan ⋈ patterns`, keyed by `(pattern, bound values)` → free values,
-//!   filtered by the pattern's constants (arranged). One arrangement holds the index
-//!   entries of every pattern in use, shared by all rules using a pattern. An atom whose
-//!   columns are all distinct free variables reads the scan directly; an atom with no
-//!   bound column is keyed by `(pattern, bucket)`, and a substitution waiting for it is
-//!   replicated to every bucket, so the join runs against each worker's slice instead
-//!   of shipping all facts to one worker.
+//!   `rules` collection, deduplicated: patterns in use are data too.
+//! * **index**: for every fact and every pattern in use on its relation, the fact's
+//!   entry `(pattern, bound values) → free values` if it matches the pattern's
+//!   constants (arranged). One arrangement holds the entries of every pattern in use,
+//!   shared by all rules using a pattern. The entries come from one operator (module
+//!   `entries`) that is the join `F ⋈ patterns` on the relation: a new fact meets its
+//!   relation's patterns, a new pattern (a rule added) the history of its relation's
+//!   facts, which the operator keeps, compacted as the patterns' frontier advances. An
+//!   atom with no bound column (`path(x, y)` as a first atom) is keyed by
+//!   `(pattern, bucket)`, the bucket a hash of the values (`8 × workers` buckets with
+//!   several workers), and a substitution waiting for it is replicated to every bucket,
+//!   so the join runs against each worker's slice instead of shipping all facts to one
+//!   worker.
 //! * **negated**: the distinct keys of the negated patterns' entries (arranged).
 //! * **substitutions**: `(key, (rule id, slots))`, with slots a flat array, one fixed
 //!   slot per variable (dead variables zeroed). Seeds: every live rule's empty
 //!   substitution, run up to its first atom. Then one join stage per body position
 //!   (unrolled: the stages run within one round, only facts go round the loop): the
-//!   substitutions waiting at stage `s` are arranged by key and joined with `scan` or
-//!   `index` (equi-joins on arrangements, never a scan), or antijoined with `negated`.
+//!   substitutions waiting at stage `s` are arranged by key and joined with `index`
+//!   (equi-joins on arrangements, never a scan), or antijoined with `negated`.
 //!   The join closure binds the matched values, evaluates the following comparisons
 //!   and assignments (a division by zero drops the substitution, as in the reference),
 //!   and computes the key of the next atom. Substitutions waiting at their rule's last
 //!   atom are arranged apart, and their joins emit the head fact directly (a bare row,
 //!   the narrowest record of the circuit, which is also its most numerous).
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
-//!   with several derivations survives the loss of one of them).
+//!   with several derivations survives the loss of one of them). The heads of a round
+//!   are first added up per (fact, round) in a hash table on the worker that derived
+//!   them (module `consolidate`): a recursive rule derives most facts many times per
+//!   round, and the `distinct`'s arrangement would otherwise sort every derivation. The
+//!   loop variable starts empty, so the base facts reach `F` once, from the `distinct`,
+//!   one round after they enter (a variable started from the base facts would feed
+//!   them back retracted and re-derived at round 1: churn for every base fact).
 //!
 //! The loop's output leaves the scope; each worker collects its changes of the epoch
 //! and sends them to the handle.
@@ -131,22 +134,23 @@
 //! # Memory
 //!
 //! Per fact of the materialization: the two arrangements of the final `distinct` (its
-//! input, with the derivation counts, and its output) and the scan arrangement; per
-//! pattern in use, its index entries; per join stage, the arrangement of the
+//! input, with the derivation counts, and its output) and the fact's history in the
+//! index operator; per pattern in use, its index entries; per join stage, the arrangement of the
 //! substitutions waiting there (for transitive closure, one per `path` fact). Diffs
 //! are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient: the head facts
-//! derived in one round (every derivation, 4.7M for transitive closure on RMAT-1k) wait
-//! in the `distinct`'s batcher until the round completes; head records are bare rows for
-//! that reason. Inputs advance every commit and nothing outside
+//! derived in one round wait, added up per fact, in the consolidation's hash tables
+//! until the round completes; head records are bare rows for that reason. Inputs advance every commit and nothing outside
 //! the dataflow holds a trace, so arrangements compact as the frontier advances, also
 //! after rule changes; idle workers keep merging (`idle_merge_effort`), so memory
 //! returns after inserting and deleting the same facts. The handle holds the base facts
 //! and the mirror (about `4 × arity` bytes per fact plus hash-table slack each).
 
 mod compile;
+mod consolidate;
 mod dataflow;
+mod entries;
 mod flatset;
 mod profile;
 mod runtime;

@@ -1,0 +1,88 @@
+//! Hash consolidation of the head facts derived in a round, before they reach the
+//! `distinct`.
+//!
+//! A recursive rule derives most of its facts many times in one round (transitive
+//! closure on RMAT-1k: 4.7M derivations of 262k facts): through every intermediate
+//! node, from every rule with the same head. The `distinct`'s arrangement would sort
+//! every derivation in its batcher; this operator adds them up per (fact, time) in a
+//! hash table first, on the worker that derived them, and sends on one record per
+//! distinct (fact, time) with the summed multiplicity (none when they cancel) once the
+//! input frontier has passed the time. The records are also given the `(fact, ())`
+//! shape the `distinct`'s arrangement takes, which saves a pass over them.
+
+use super::dataflow::{Mult, Row};
+use differential_dataflow::VecCollection;
+use rustc_hash::FxHashMap;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::CapabilitySet;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::order::Product;
+use timely::progress::frontier::Antichain;
+
+type Inner = Product<u32, u32>;
+
+/// `heads`, consolidated per (fact, time) on each worker, as `(fact, ())` records.
+pub(crate) fn consolidate_heads<'s, R: Row>(
+    heads: VecCollection<'s, Inner, R, Mult>,
+) -> VecCollection<'s, Inner, (R, ()), Mult> {
+    let stream =
+        heads
+            .inner
+            .unary_frontier(Pipeline, "ConsolidateHeads", move |_capability, _info| {
+                // Per time: the facts derived at it and their summed multiplicities.
+                let mut pending: Vec<(Inner, FxHashMap<R, Mult>)> = Vec::new();
+                let mut held = CapabilitySet::new();
+                move |(input, frontier), output| {
+                    input.for_each(|cap, data| {
+                        for c in cap.retain_stamp(0).iter() {
+                            held.insert(c.clone());
+                        }
+                        for (f, t, d) in data.drain(..) {
+                            let at = match pending.iter().position(|(time, _)| *time == t) {
+                                Some(i) => i,
+                                None => {
+                                    pending.push((t, FxHashMap::default()));
+                                    pending.len() - 1
+                                }
+                            };
+                            *pending[at].1.entry(f).or_insert(0) += d;
+                        }
+                    });
+                    let frontier = frontier.frontier();
+                    if !held.is_empty() {
+                        let mut i = 0;
+                        while i < pending.len() {
+                            if frontier.less_equal(&pending[i].0) {
+                                i += 1;
+                                continue;
+                            }
+                            let (t, facts) = pending.swap_remove(i);
+                            let cap = held.delayed(&t);
+                            let mut session = output.session(&cap);
+                            for (f, d) in facts {
+                                if d != 0 {
+                                    session.give(((f, ()), t, d));
+                                }
+                            }
+                        }
+                        hold_only(&mut held, pending.iter().map(|(t, _)| *t));
+                    }
+                }
+            });
+    VecCollection::new(stream)
+}
+
+/// Keep, of the capabilities `held`, only what the `pending` times need: one capability
+/// per least time. A message's capability can be earlier than its records' times, and
+/// holding it would keep the loop from ever reaching them.
+pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<Item = Inner>) {
+    let mut lower = Antichain::new();
+    for t in pending {
+        lower.insert(t);
+    }
+    let mut kept = CapabilitySet::new();
+    for t in lower.elements() {
+        kept.insert(held.delayed(t));
+    }
+    *held = kept;
+}
