@@ -127,10 +127,9 @@ pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
     ((h >> 32) % buckets as u64) as u32
 }
 
-/// The worker-routing hash of a fact: its bucket. The base facts and the `distinct`
-/// that makes the others are placed by it, so every update of one fact (its insertion
-/// as a base fact, its derivation, the loop's feedback) reaches the same worker and
-/// the index entries' history of that fact consolidates there.
+/// The worker-routing hash of a fact: its bucket. The `distinct` that makes the facts
+/// (base and derived) places them by it, so every update of one fact reaches the same
+/// worker and the index entries' history of that fact consolidates there.
 #[inline]
 fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
     bucket(&f.as_ref()[1..], buckets) as u64
@@ -253,12 +252,6 @@ pub(crate) fn build<R: Row>(
         let rounds = Rc::new(RefCell::new(Vec::new()));
         let rounds2 = rounds.clone();
 
-        // The base facts, placed by bucket like every fact of the loop (see
-        // `fact_route`).
-        let base = VecCollection::new(
-            base.inner
-                .exchange(move |(f, _, _): &(R, u32, Mult)| fact_route(f, buckets)),
-        );
         let result = scope.iterative::<u32, _, _>(|inner| {
             let base = base.enter(inner);
             // Rules of level k start at round k << LEVEL_SHIFT: every lower level has

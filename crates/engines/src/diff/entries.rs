@@ -50,6 +50,15 @@ struct Relation<R> {
     facts_compacted: usize,
 }
 
+/// The state of relation `rel`, created empty on first use.
+fn relation<R: Row>(relations: &mut Vec<Relation<R>>, rel: u32) -> &mut Relation<R> {
+    let rel = rel as usize;
+    if relations.len() <= rel {
+        relations.resize_with(rel + 1, Relation::default);
+    }
+    &mut relations[rel]
+}
+
 /// The entry of fact `f` (a row `[rel, values..]`) under pattern `p`, if it matches.
 #[inline]
 fn entry<R: Row>(p: u32, spec: &PatternSpec, f: &R, buckets: u32) -> Option<(R, R)> {
@@ -118,11 +127,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     let mut session = output.session(&cap);
                     for (p, t, d) in data.drain(..) {
                         let spec = tables.pattern(p & !NEG);
-                        let rel = spec.rel as usize;
-                        if relations.len() <= rel {
-                            relations.resize_with(rel + 1, Relation::default);
-                        }
-                        let relation = &mut relations[rel];
+                        let relation = relation(&mut relations, spec.rel);
                         for (f, tf, df) in &relation.facts {
                             if let Some(e) = entry(p, &spec, f, buckets) {
                                 session.give((e, t.join(tf), d * df));
@@ -158,11 +163,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                         let cap = held.delayed(&same[0].1);
                         let mut session = output.session(&cap);
                         for &(f, t, d) in same {
-                            let rel = f.as_ref()[0] as usize;
-                            if relations.len() <= rel {
-                                relations.resize_with(rel + 1, Relation::default);
-                            }
-                            let relation = &mut relations[rel];
+                            let relation = relation(&mut relations, f.as_ref()[0]);
                             for ((p, tp, dp), spec) in relation.patterns.iter().zip(&relation.specs)
                             {
                                 if let Some(e) = entry(*p, spec, &f, buckets) {
