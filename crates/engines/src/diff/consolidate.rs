@@ -10,16 +10,12 @@
 //! input frontier has passed the time. The records are also given the `(fact, ())`
 //! shape the `distinct`'s arrangement takes, which saves a pass over them.
 
-use super::dataflow::{Mult, Row};
+use super::dataflow::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
-use timely::order::Product;
-use timely::progress::frontier::Antichain;
-
-type Inner = Product<u32, u32>;
 
 /// `heads`, consolidated per (fact, time) on each worker, as `(fact, ())` records.
 pub(crate) fn consolidate_heads<'s, R: Row>(
@@ -70,19 +66,4 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                 }
             });
     VecCollection::new(stream)
-}
-
-/// Keep, of the capabilities `held`, only what the `pending` times need: one capability
-/// per least time. A message's capability can be earlier than its records' times, and
-/// holding it would keep the loop from ever reaching them.
-pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<Item = Inner>) {
-    let mut lower = Antichain::new();
-    for t in pending {
-        lower.insert(t);
-    }
-    let mut kept = CapabilitySet::new();
-    for t in lower.elements() {
-        kept.insert(held.delayed(t));
-    }
-    *held = kept;
 }

@@ -20,11 +20,13 @@ use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
 use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::vec::{Broadcast as _, Input as _};
 use timely::order::Product;
+use timely::progress::frontier::Antichain;
 use timely::worker::Worker;
 
 /// A flat fixed-width row: a fact `[relation, values.., 0..]`, a join key
@@ -53,7 +55,7 @@ pub(crate) type Sub<R> = (u32, R);
 pub(crate) type Mult = i32;
 
 /// The inner timestamp: (commit, level << LEVEL_SHIFT | round).
-type Inner = Product<u32, u32>;
+pub(crate) type Inner = Product<u32, u32>;
 
 /// The worker's cache of the shared rule and pattern tables. Ids are only ever appended,
 /// and an id reaches a worker's data only after the handle registered it, so a miss is
@@ -404,4 +406,19 @@ pub(crate) fn build<R: Row>(
             rounds,
         }
     })
+}
+
+/// Keep, of the capabilities `held`, only what the `pending` times need: one capability
+/// per least time. A message's capability can be earlier than its records' times, and
+/// holding it would keep the loop from ever reaching them.
+pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<Item = Inner>) {
+    let mut lower = Antichain::new();
+    for t in pending {
+        lower.insert(t);
+    }
+    let mut kept = CapabilitySet::new();
+    for t in lower.elements() {
+        kept.insert(held.delayed(t));
+    }
+    *held = kept;
 }

@@ -20,8 +20,7 @@
 //! time (the join of the two).
 
 use super::compile::{NEG, PatternSpec};
-use super::consolidate::hold_only;
-use super::dataflow::{Mult, Row, Tables, bucket};
+use super::dataflow::{Inner, Mult, Row, Tables, bucket, hold_only};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
@@ -31,10 +30,7 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::vec::Broadcast as _;
-use timely::order::Product;
 use timely::progress::frontier::AntichainRef;
-
-type Inner = Product<u32, u32>;
 
 /// Per relation: its patterns and the history of its facts.
 #[derive(Default)]
@@ -205,6 +201,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use timely::order::Product;
 
     #[test]
     fn by_time_sorts_by_time_and_cancels() {

@@ -135,14 +135,14 @@
 //!
 //! Per fact of the materialization: the two arrangements of the final `distinct` (its
 //! input, with the derivation counts, and its output) and the fact's history in the
-//! index operator; per pattern in use, its index entries; per join stage, the arrangement of the
-//! substitutions waiting there (for transitive closure, one per `path` fact). Diffs
+//! index entries' operator; per pattern in use, its index entries; per join stage, the
+//! arrangement of the substitutions waiting there (for transitive closure, one per `path` fact). Diffs
 //! are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient: the head facts
 //! derived in one round wait, added up per fact, in the consolidation's hash tables
-//! until the round completes; head records are bare rows for that reason. Inputs advance every commit and nothing outside
-//! the dataflow holds a trace, so arrangements compact as the frontier advances, also
+//! until the round completes; head records are bare rows for that reason. Inputs
+//! advance every commit and nothing outside the dataflow holds a trace, so arrangements compact as the frontier advances, also
 //! after rule changes; idle workers keep merging (`idle_merge_effort`), so memory
 //! returns after inserting and deleting the same facts. The handle holds the base facts
 //! and the mirror (about `4 × arity` bytes per fact plus hash-table slack each).
