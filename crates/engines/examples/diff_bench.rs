@@ -39,6 +39,20 @@ fn snapshot(engine: &Diff) -> Vec<BTreeSet<Vec<Value>>> {
         .collect()
 }
 
+/// Resident memory now and at its peak, from `/proc/self/status` (Linux).
+fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or("?".to_string(), |kb| format!("{:.0} MB", kb / 1024.0))
+    };
+    format!("RSS {}, peak {}", field("VmRSS:"), field("VmHWM:"))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
@@ -101,6 +115,7 @@ fn main() {
             .map(|s| s.iterations)
             .collect::<Vec<_>>()
     );
+    println!("memory after E: {}", memory());
     if cut < lines.len() {
         let before = snapshot(&engine);
         let (mut ins, mut del) = (Vec::new(), Vec::new());

@@ -3,12 +3,11 @@
 //!
 //! A recursive rule derives most of its facts many times in one round (transitive
 //! closure on RMAT-1k: 4.7M derivations of 262k facts): through every intermediate
-//! node, from every rule with the same head. The `distinct`'s arrangement would sort
-//! every derivation in its batcher; this operator adds them up per (fact, time) in a
-//! hash table first, on the worker that derived them, and sends on one record per
+//! node, from every rule with the same head. This operator adds them up per (fact,
+//! time) in a hash table on the worker that derived them, and sends on one record per
 //! distinct (fact, time) with the summed multiplicity (none when they cancel) once the
-//! input frontier has passed the time. The records are also given the `(fact, ())`
-//! shape the `distinct`'s arrangement takes, which saves a pass over them.
+//! input frontier has passed the time: the `distinct` (module `distinct`), on the
+//! fact's worker, receives one update instead of every derivation.
 
 use super::dataflow::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
@@ -17,10 +16,10 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
 
-/// `heads`, consolidated per (fact, time) on each worker, as `(fact, ())` records.
+/// `heads`, consolidated per (fact, time) on each worker.
 pub(crate) fn consolidate_heads<'s, R: Row>(
     heads: VecCollection<'s, Inner, R, Mult>,
-) -> VecCollection<'s, Inner, (R, ()), Mult> {
+) -> VecCollection<'s, Inner, R, Mult> {
     let stream =
         heads
             .inner
@@ -57,7 +56,7 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                             let mut session = output.session(&cap);
                             for (f, d) in facts {
                                 if d != 0 {
-                                    session.give(((f, ()), t, d));
+                                    session.give((f, t, d));
                                 }
                             }
                         }

@@ -8,18 +8,17 @@ use super::compile::{
     CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, Shared, TableEntry,
 };
 use super::consolidate::consolidate_heads;
+use super::distinct::distinct;
 use super::entries::pattern_entries;
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
-use differential_dataflow::operators::arrange::{Arranged, TraceAgent, arrangement::arrange_core};
 use differential_dataflow::operators::iterate::VecVariable;
-use differential_dataflow::trace::implementations::{KeyBatcher, KeyBuilder, KeySpine};
+use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine};
 use std::cell::RefCell;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
-use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
@@ -341,25 +340,7 @@ pub(crate) fn build<R: Row>(
             let derived =
                 consolidate_heads(differential_dataflow::collection::concatenate(inner, heads));
             // distinct, with the facts placed by bucket (`fact_route`), not by hash.
-            let pact =
-                Exchange::new(move |u: &((R, ()), Inner, Mult)| fact_route(&(u.0).0, buckets));
-            let all: Arranged<'_, TraceAgent<KeySpine<R, Inner, Mult>>> =
-                arrange_core::<_, _, KeyBatcher<R, Inner, Mult>, _>(
-                    base.map(|f| (f, ())).concat(derived).inner,
-                    pact,
-                    "Arrange: Distinct",
-                    KeyBatcher::new,
-                );
-            let result = all
-                .reduce_abelian::<_, KeyBuilder<R, Inner, Mult>, KeySpine<R, Inner, Mult>, _, _>(
-                    "Distinct",
-                    |_k, _s, t| t.push(((), 1)),
-                    |vec, key: &R, upds| {
-                        vec.clear();
-                        vec.extend(upds.drain(..).map(|(v, t, r)| ((*key, v), t, r)));
-                    },
-                )
-                .as_collection(|k: &R, _| *k);
+            let result = distinct(base.concat(derived), move |f: &R| fact_route(f, buckets));
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {

@@ -90,10 +90,15 @@
 //!   with several derivations survives the loss of one of them). The heads of a round
 //!   are first added up per (fact, round) in a hash table on the worker that derived
 //!   them (module `consolidate`): a recursive rule derives most facts many times per
-//!   round, and the `distinct`'s arrangement would otherwise sort every derivation. The
-//!   loop variable starts empty, so the base facts reach `F` once, from the `distinct`,
-//!   one round after they enter (a variable started from the base facts would feed
-//!   them back retracted and re-derived at round 1: churn for every base fact).
+//!   round. The `distinct` itself (module `distinct`) is not differential's (two
+//!   arrangements and a `reduce`, general over any lattice of times) but an operator
+//!   for the loop's times, whose epochs come one after another and whose rounds are
+//!   totally ordered: per fact, a short list of `(round, count change, presence
+//!   change)` steps in a hash table, every earlier epoch folded in; one hash lookup per
+//!   update, no sorting. The loop variable starts empty, so the base facts reach `F`
+//!   once, from the `distinct`, one round after they enter (a variable started from
+//!   the base facts would feed them back retracted and re-derived at round 1: churn for
+//!   every base fact).
 //!
 //! The loop's output leaves the scope; each worker collects its changes of the epoch
 //! and sends them to the handle.
@@ -133,23 +138,27 @@
 //!
 //! # Memory
 //!
-//! Per fact of the materialization: the two arrangements of the final `distinct` (its
-//! input, with the derivation counts, and its output) and the fact's history in the
-//! index entries' operator; per pattern in use, its index entries; per join stage, the
-//! arrangement of the substitutions waiting there (for transitive closure, one per `path` fact). Diffs
+//! Per fact of the materialization: its slot in the `distinct`'s hash table (the row and
+//! up to two steps inline, 48 bytes for a narrow row; longer histories on the heap) and
+//! the fact's history in the index entries' operator; per pattern in use, its index
+//! entries; per join stage, the arrangement of the substitutions waiting there (for
+//! transitive closure, one per `path` fact). Diffs
 //! are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient: the head facts
 //! derived in one round wait, added up per fact, in the consolidation's hash tables
 //! until the round completes; head records are bare rows for that reason. Inputs
-//! advance every commit and nothing outside the dataflow holds a trace, so arrangements compact as the frontier advances, also
-//! after rule changes; idle workers keep merging (`idle_merge_effort`), so memory
-//! returns after inserting and deleting the same facts. The handle holds the base facts
+//! advance every commit and nothing outside the dataflow holds a trace, so
+//! arrangements compact as the frontier advances, also after rule changes; idle
+//! workers keep merging (`idle_merge_effort`); the `distinct` forgets a fact whose
+//! steps all cancel and shrinks its table when it is mostly empty: memory returns
+//! after inserting and deleting the same facts. The handle holds the base facts
 //! and the mirror (about `4 × arity` bytes per fact plus hash-table slack each).
 
 mod compile;
 mod consolidate;
 mod dataflow;
+mod distinct;
 mod entries;
 mod flatset;
 mod profile;
