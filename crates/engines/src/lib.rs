@@ -110,9 +110,10 @@ pub trait Engine {
     fn commit(&mut self) -> Result<CommitStats, EngineError>;
 
     /// Ask the engine to record the changes each commit makes (see
-    /// [`Engine::last_changes`]). Engines that get them for free always record them;
-    /// the others compute them only when asked, since it costs a comparison of the
-    /// materialization before and after.
+    /// [`Engine::last_changes`]). Off by default, since it costs, depending on the
+    /// engine, a comparison of the materialization before and after or a vector per
+    /// changed fact (as much memory as the materialization itself on a batch load that
+    /// does not need the changes).
     fn track_changes(&mut self, on: bool) {
         let _ = on;
     }

@@ -46,6 +46,7 @@ T(?x, ?b, ?y) <- [T(?a, rdfs:subPropertyOf, ?b), T(?x, ?a, ?y)]";
 fn run(text: &str, workers: usize, commits: &[Vec<(bool, &str, Vec<Value>)>]) {
     let program = program(text);
     let mut engine = Diff::new(program.clone(), workers).expect("starts");
+    engine.track_changes(true);
     let mut base: Vec<(RelId, Vec<Value>)> = program.facts.clone();
     let mut previous = vec![Default::default(); program.relations.len()];
     for (n, commit) in commits.iter().enumerate() {
@@ -238,4 +239,20 @@ fn drop_shuts_down_cleanly() {
         e.commit().expect("commits");
         assert_eq!(e.len(1), 1);
     }
+}
+
+#[test]
+fn changes_are_recorded_only_when_tracked() {
+    let mut e = Diff::new(program(TC), 1).expect("starts");
+    e.insert(0, &[1, 2]);
+    e.commit().expect("commits");
+    assert_eq!(e.len(1), 1);
+    assert!(e.last_changes().is_empty(), "not tracked: nothing recorded");
+    e.track_changes(true);
+    e.insert(0, &[2, 3]);
+    e.commit().expect("commits");
+    // +edge(2,3), +path(2,3), +path(1,3)
+    assert_eq!(e.last_changes().len(), 3);
+    e.track_changes(false);
+    assert!(e.last_changes().is_empty());
 }

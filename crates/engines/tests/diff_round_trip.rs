@@ -27,6 +27,7 @@ fn round_trip(
     let program = program(text);
     let rel: RelId = program.relation_id(rel).expect("relation");
     let mut engine = Diff::new(program.clone(), workers).expect("starts");
+    engine.track_changes(true);
     let cut = lines.len() * percent / 100;
     for l in &lines[..cut] {
         engine.insert(rel, l);

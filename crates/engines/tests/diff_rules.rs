@@ -43,6 +43,7 @@ fn add_and_remove_rules() {
     for workers in [1, 2] {
         let p0 = with_rules(None, &[BASE]);
         let mut engine = Diff::new(p0.clone(), workers).expect("starts");
+        engine.track_changes(true);
         let edges: Vec<(RelId, Vec<Value>)> = [[1, 2], [2, 3], [3, 4], [4, 2], [5, 6]]
             .iter()
             .map(|e| (p0.relation_id("edge").unwrap(), e.to_vec()))
@@ -89,6 +90,7 @@ fn rule_change_and_fact_change_in_one_commit() {
     let p0 = with_rules(None, &["path(x, y) :- edge(x, y)."]);
     let edge = p0.relation_id("edge").unwrap();
     let mut engine = Diff::new(p0.clone(), 2).expect("starts");
+    engine.track_changes(true);
     let mut base = vec![(edge, vec![1, 2]), (edge, vec![2, 3])];
     for (r, t) in &base {
         engine.insert(*r, t);
@@ -119,6 +121,7 @@ fn wider_rule_rebuilds_and_stays_exact() {
     let p0 = try_program(decls, Default::default()).unwrap();
     let e = p0.relation_id("e").unwrap();
     let mut engine = Diff::new(p0.clone(), 1).expect("starts");
+    engine.track_changes(true);
     let base: Vec<(RelId, Vec<Value>)> = [[1, 2], [2, 3], [3, 4], [4, 5]]
         .iter()
         .map(|t| (e, t.to_vec()))
@@ -151,6 +154,7 @@ fn a_program_that_does_not_extend_is_rejected() {
         p0.relation_id("path").unwrap(),
     );
     let mut engine = Diff::new(p0.clone(), 1).expect("starts");
+    engine.track_changes(true);
     engine.insert(edge, &[1, 2]);
     engine.commit().expect("commits");
     let other = try_program(".decl a(x: number)\n", Default::default()).unwrap();
@@ -181,6 +185,7 @@ fn removing_the_rule_of_an_implicit_relation_drops_it() {
         let p0 = try_program(TC, Default::default()).unwrap();
         let a = p0.relation_id("a").unwrap();
         let mut engine = Diff::new(p0.clone(), workers).expect("starts");
+        engine.track_changes(true);
         let base: Vec<(RelId, Vec<Value>)> =
             [[1, 2], [2, 3]].iter().map(|t| (a, t.to_vec())).collect();
         for (r, t) in &base {

@@ -21,6 +21,7 @@
 //! let (edge, path) = (program.relation_id("edge").unwrap(), program.relation_id("path").unwrap());
 //!
 //! let mut engine = Diff::new(program, 2).unwrap();
+//! engine.track_changes(true); // record each commit's changes (see `last_changes`)
 //! engine.insert(edge, &[1, 2]);
 //! engine.insert(edge, &[2, 3]);
 //! engine.commit().unwrap();
@@ -202,6 +203,8 @@ pub struct Diff {
     staged: Vec<(bool, RelId, usize)>,
     staged_values: Vec<Value>,
     last_changes: Vec<(RelId, Vec<Value>, isize)>,
+    /// Whether commits record `last_changes` ([`Engine::track_changes`]).
+    track: bool,
     runtime: Option<Runtime>,
     epoch: u32,
     /// Rounds per level of the last commit.
@@ -335,6 +338,7 @@ impl Diff {
             staged: Vec::new(),
             staged_values: Vec::new(),
             last_changes: Vec::new(),
+            track: false,
             runtime: None,
             epoch: 0,
             rounds: Vec::new(),
@@ -388,7 +392,9 @@ impl Diff {
     }
 
     /// The changes (`+1` inserted, `-1` deleted, one entry per fact) of every relation
-    /// made by the last commit, in no particular order.
+    /// made by the last commit, in no particular order; empty unless the engine tracks
+    /// changes ([`Engine::track_changes`]: a vector per change, so a batch load that
+    /// does not need them does not pay for them).
     pub fn last_changes(&self) -> &[(RelId, Vec<Value>, isize)] {
         &self.last_changes
     }
@@ -629,12 +635,12 @@ impl Diff {
             for (rel, old) in self.mirror.iter().enumerate() {
                 let new = fresh.get(rel).unwrap_or(&empty);
                 for t in old.iter() {
-                    if !new.contains(t) {
+                    if self.track && !new.contains(t) {
                         self.last_changes.push((rel as RelId, t.to_vec(), -1));
                     }
                 }
                 for t in new.iter() {
-                    if !old.contains(t) {
+                    if self.track && !old.contains(t) {
                         self.last_changes.push((rel as RelId, t.to_vec(), 1));
                     }
                 }
@@ -665,7 +671,9 @@ impl Diff {
                     "inconsistent output: change {d} of a fact of relation #{rel}"
                 ));
             }
-            self.last_changes.push((rel as RelId, tuple.to_vec(), d));
+            if self.track {
+                self.last_changes.push((rel as RelId, tuple.to_vec(), d));
+            }
         }
         self.finish_truncate();
         Ok(())
@@ -710,6 +718,13 @@ impl Engine for Diff {
     fn check_program(&self, program: &Program) -> Result<(), String> {
         crate::check_extends(&self.program, program)?;
         self.check_fits(program)
+    }
+
+    fn track_changes(&mut self, on: bool) {
+        self.track = on;
+        if !on {
+            self.last_changes = Vec::new();
+        }
     }
 
     fn last_changes(&self) -> &[Change] {
