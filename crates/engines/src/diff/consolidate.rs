@@ -27,6 +27,9 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                 // Per time: the facts derived at it and their summed multiplicities.
                 let mut pending: Vec<(Inner, FxHashMap<R, Mult>)> = Vec::new();
                 let mut held = CapabilitySet::new();
+                // An emptied table, kept for the next time: a round's table would
+                // otherwise grow from nothing, rehashing as it doubles, every round.
+                let mut spare: Option<FxHashMap<R, Mult>> = None;
                 move |(input, frontier), output| {
                     input.for_each(|cap, data| {
                         for c in cap.retain_stamp(0).iter() {
@@ -36,7 +39,7 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                             let at = match pending.iter().position(|(time, _)| *time == t) {
                                 Some(i) => i,
                                 None => {
-                                    pending.push((t, FxHashMap::default()));
+                                    pending.push((t, spare.take().unwrap_or_default()));
                                     pending.len() - 1
                                 }
                             };
@@ -51,14 +54,22 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                                 i += 1;
                                 continue;
                             }
-                            let (t, facts) = pending.swap_remove(i);
+                            let (t, mut facts) = pending.swap_remove(i);
                             let cap = held.delayed(&t);
                             let mut session = output.session(&cap);
-                            for (f, d) in facts {
+                            let used = facts.len();
+                            for (f, d) in facts.drain() {
                                 if d != 0 {
                                     session.give((f, t, d));
                                 }
                             }
+                            // Keep the table for the next time, no larger than twice
+                            // what this one needed: the rounds of a load shrink to a few
+                            // facts at the end, and the table with them.
+                            if facts.capacity() > 2 * used + 1024 {
+                                facts.shrink_to(used);
+                            }
+                            spare = Some(facts);
                         }
                         hold_only(&mut held, pending.iter().map(|(t, _)| *t));
                     }

@@ -16,11 +16,13 @@
 //! * the pending input times are processed in lexicographic order, each once every
 //!   future input is of a lexicographically later time (no frontier element is
 //!   lexicographically at or below it);
-//! * processing `(e, r)` adds its input changes to the facts' steps, then for every
-//!   fact touched emits at `(e, r)` the change that makes the presence at `r` equal to
+//! * processing `(e, r)` adds each input change to its fact's steps (one hash lookup),
+//!   emits at `(e, r)` the change that makes the presence at `r` equal to
 //!   `[count > 0]`, and finds the first later step at which the presence would be wrong
 //!   with what is known now; the fact is evaluated again at that round of the same
-//!   epoch (a later input of the epoch touches it again anyway);
+//!   epoch (a later input of the epoch touches it again anyway). A fact changed twice at
+//!   one time (by two workers) is evaluated after each change, so it may emit `+1` and
+//!   `-1` at the same time: the sum is right, and the handle adds the changes up;
 //! * steps whose changes are both zero are dropped, facts with no steps forgotten, and
 //!   the table shrinks when it is mostly empty, so memory returns after inserting and
 //!   deleting the same facts.
@@ -35,6 +37,7 @@ use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
@@ -152,25 +155,37 @@ pub(crate) fn distinct<'s, R: Row>(
                     let updates = entry.remove();
                     done = true;
                     let (epoch, round) = time;
-                    // Apply the changes, then evaluate each fact they touch (a fact
-                    // changed twice at one time, from two workers, is evaluated twice:
-                    // the second evaluation finds the presence right).
-                    for &(f, d) in &updates {
-                        if d != 0 {
-                            facts.entry(f).or_default().at(round).input += d;
-                        }
-                    }
+                    // Each change is applied and its fact evaluated at once, with one
+                    // lookup. A fact changed twice at one time (from two workers) is
+                    // evaluated after each change: what it emits at the time adds up
+                    // to the right change (a `-1` then `+1` pair at worst).
                     let t = Product::new(epoch, round);
                     let cap = held.delayed(&t);
                     let mut session = output.session(&cap);
-                    for (f, _) in updates {
-                        let Some(history) = facts.get_mut(&f) else {
-                            continue;
+                    for (f, d) in updates {
+                        let (change, wrong) = match facts.entry(f) {
+                            Entry::Occupied(mut slot) => {
+                                let history = slot.get_mut();
+                                if d != 0 {
+                                    history.at(round).input += d;
+                                }
+                                let evaluated = history.evaluate(round);
+                                if history.steps.is_empty() {
+                                    slot.remove();
+                                }
+                                evaluated
+                            }
+                            Entry::Vacant(slot) => {
+                                if d == 0 {
+                                    continue;
+                                }
+                                let mut history = History::default();
+                                history.at(round).input += d;
+                                let evaluated = history.evaluate(round);
+                                slot.insert(history);
+                                evaluated
+                            }
                         };
-                        let (change, wrong) = history.evaluate(round);
-                        if history.steps.is_empty() {
-                            facts.remove(&f);
-                        }
                         if change != 0 {
                             session.give((f, t, change));
                         }

@@ -622,6 +622,11 @@ impl Diff {
                 .map(|r| FlatSet::new(r.arity()))
                 .collect();
             for &(i, d) in &changes {
+                // A fact may be emitted and retracted within the epoch (the `distinct`
+                // evaluates a fact after each change it receives): no change.
+                if d == 0 {
+                    continue;
+                }
                 let r = row(i);
                 let rel = r[0] as usize;
                 let Some(set) = fresh.get_mut(rel) else {
