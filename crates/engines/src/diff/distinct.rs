@@ -44,19 +44,72 @@ use timely::dataflow::operators::generic::operator::Operator;
 use timely::order::Product;
 
 /// One step of a fact's history: at `round`, its count changes by `input` and its
-/// presence by `output`.
+/// presence by `output`, packed in 8 bytes: `input << 2 | (output + 1)`. A presence
+/// change is -1, 0 or 1 (the presence is 0 or 1 before and after every round this
+/// operator has evaluated); a count change must stay within ±2^29 derivations of one
+/// fact in one round, which is checked (a worker that exceeds it fails, and the commit
+/// with it, rather than counting wrong).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Step {
     round: u32,
-    input: Mult,
-    output: Mult,
+    packed: i32,
 }
 
-/// A fact's history: its steps, sorted by round. Most facts have one or two (derived in
-/// one or two rounds), kept inline in the hash table's slot.
+/// The bound of a step's count change.
+const COUNT_LIMIT: Mult = 1 << 29;
+
+impl Step {
+    fn new(round: u32, input: Mult, output: Mult) -> Step {
+        let mut step = Step { round, packed: 0 };
+        step.set(input, output);
+        step
+    }
+
+    #[inline]
+    fn input(self) -> Mult {
+        self.packed >> 2
+    }
+
+    #[inline]
+    fn output(self) -> Mult {
+        (self.packed & 3) - 1
+    }
+
+    #[inline]
+    fn set(&mut self, input: Mult, output: Mult) {
+        assert!(
+            (-COUNT_LIMIT..COUNT_LIMIT).contains(&input),
+            "distinct: a fact's derivation count in one round exceeds 2^29"
+        );
+        assert!(
+            (-1..=1).contains(&output),
+            "distinct: presence change {output}"
+        );
+        self.packed = (input << 2) | (output + 1);
+    }
+
+    #[inline]
+    fn add_input(&mut self, d: Mult) {
+        let input = self.input().saturating_add(d);
+        self.set(input, self.output());
+    }
+
+    #[inline]
+    fn add_output(&mut self, c: Mult) {
+        self.set(self.input(), self.output() + c);
+    }
+
+    #[inline]
+    fn is_empty(self) -> bool {
+        self.input() == 0 && self.output() == 0
+    }
+}
+
+/// A fact's history: its steps, sorted by round. Most facts have one to three (derived
+/// in that many rounds), kept inline in the hash table's slot.
 #[derive(Default)]
 struct History {
-    steps: SmallVec<[Step; 2]>,
+    steps: SmallVec<[Step; 3]>,
 }
 
 impl History {
@@ -65,14 +118,7 @@ impl History {
         let i = match self.steps.binary_search_by_key(&round, |s| s.round) {
             Ok(i) => i,
             Err(i) => {
-                self.steps.insert(
-                    i,
-                    Step {
-                        round,
-                        input: 0,
-                        output: 0,
-                    },
-                );
+                self.steps.insert(i, Step::new(round, 0, 0));
                 i
             }
         };
@@ -85,27 +131,27 @@ impl History {
         let (mut count, mut present) = (0, 0);
         let mut i = 0;
         while i < self.steps.len() && self.steps[i].round <= round {
-            count += self.steps[i].input;
-            present += self.steps[i].output;
+            count += self.steps[i].input();
+            present += self.steps[i].output();
             i += 1;
         }
         let change = Mult::from(count > 0) - present;
         if change != 0 {
-            self.at(round).output += change;
+            self.at(round).add_output(change);
             present += change;
             // `at` may have inserted the step before `i`.
             i = self.steps.partition_point(|s| s.round <= round);
         }
         let mut wrong = None;
         for s in &self.steps[i..] {
-            count += s.input;
-            present += s.output;
+            count += s.input();
+            present += s.output();
             if Mult::from(count > 0) != present {
                 wrong = Some(s.round);
                 break;
             }
         }
-        self.steps.retain(|s| s.input != 0 || s.output != 0);
+        self.steps.retain(|s| !s.is_empty());
         (change, wrong)
     }
 }
@@ -167,7 +213,7 @@ pub(crate) fn distinct<'s, R: Row>(
                             Entry::Occupied(mut slot) => {
                                 let history = slot.get_mut();
                                 if d != 0 {
-                                    history.at(round).input += d;
+                                    history.at(round).add_input(d);
                                 }
                                 let evaluated = history.evaluate(round);
                                 if history.steps.is_empty() {
@@ -180,7 +226,7 @@ pub(crate) fn distinct<'s, R: Row>(
                                     continue;
                                 }
                                 let mut history = History::default();
-                                history.at(round).input += d;
+                                history.at(round).add_input(d);
                                 let evaluated = history.evaluate(round);
                                 slot.insert(history);
                                 evaluated
@@ -213,18 +259,42 @@ mod tests {
         History {
             steps: steps
                 .iter()
-                .map(|&(round, input, output)| Step {
-                    round,
-                    input,
-                    output,
-                })
+                .map(|&(round, input, output)| Step::new(round, input, output))
                 .collect(),
         }
     }
 
     #[test]
-    fn a_slot_holds_a_narrow_fact_and_two_steps() {
+    fn a_slot_holds_a_narrow_fact_and_three_steps() {
         assert!(std::mem::size_of::<([u32; 3], History)>() <= 48);
+        assert_eq!(History::default().steps.inline_size(), 3);
+    }
+
+    #[test]
+    fn steps_pack_counts_and_presence() {
+        for (input, output) in [
+            (0, 0),
+            (1, 1),
+            (-1, -1),
+            (5, 0),
+            (-7, 1),
+            (COUNT_LIMIT - 1, -1),
+        ] {
+            let s = Step::new(9, input, output);
+            assert_eq!((s.round, s.input(), s.output()), (9, input, output));
+        }
+        let mut s = Step::new(1, -COUNT_LIMIT, 0);
+        assert_eq!(s.input(), -COUNT_LIMIT);
+        s.add_input(3);
+        s.add_output(1);
+        assert_eq!((s.input(), s.output()), (3 - COUNT_LIMIT, 1));
+        assert!(Step::new(0, 0, 0).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds 2^29")]
+    fn a_count_past_the_limit_fails_rather_than_wraps() {
+        Step::new(0, COUNT_LIMIT - 1, 0).add_input(1);
     }
 
     #[test]
@@ -233,7 +303,7 @@ mod tests {
         assert_eq!(h.evaluate(3), (1, None));
         assert_eq!(h.steps, history(&[(3, 2, 1)]).steps);
         // A further derivation later changes nothing.
-        h.at(5).input += 1;
+        h.at(5).add_input(1);
         assert_eq!(h.evaluate(5), (0, None));
     }
 
@@ -241,7 +311,7 @@ mod tests {
     fn losing_an_early_derivation_moves_the_fact_to_its_later_one() {
         // Derived at rounds 2 and 5, present from 2; the round-2 derivation goes.
         let mut h = history(&[(2, 1, 1), (5, 1, 0)]);
-        h.at(2).input -= 1;
+        h.at(2).add_input(-1);
         assert_eq!(h.evaluate(2), (-1, Some(5)));
         assert_eq!(h.evaluate(5), (1, None));
         assert_eq!(h.steps, history(&[(5, 1, 1)]).steps);
@@ -250,7 +320,7 @@ mod tests {
     #[test]
     fn a_fact_whose_support_cancels_is_forgotten() {
         let mut h = history(&[(1, 1, 1)]);
-        h.at(1).input -= 1;
+        h.at(1).add_input(-1);
         assert_eq!(h.evaluate(1), (-1, None));
         assert!(h.steps.is_empty());
     }
@@ -260,7 +330,7 @@ mod tests {
         // Count: 1 at 2, 2 at 5, 0 at 7 (so absent from 7); presence +1 at 2, -1 at 7.
         let mut h = history(&[(2, 1, 1), (5, 1, 0), (7, -2, -1)]);
         // A new derivation from round 3 keeps the fact alive at 7.
-        h.at(3).input += 1;
+        h.at(3).add_input(1);
         assert_eq!(h.evaluate(3), (0, Some(7)));
         assert_eq!(h.evaluate(7), (1, None));
     }

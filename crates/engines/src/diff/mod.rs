@@ -140,7 +140,7 @@
 //! # Memory
 //!
 //! Per fact of the materialization: its slot in the `distinct`'s hash table (the row and
-//! up to two steps inline, 48 bytes for a narrow row; longer histories on the heap) and
+//! up to three steps inline, 48 bytes for a narrow row; longer histories on the heap) and
 //! the fact's history in the index entries' operator; per pattern in use, its index
 //! entries; per join stage, the arrangement of the substitutions waiting there (for
 //! transitive closure, one per `path` fact). Diffs
