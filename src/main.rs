@@ -80,6 +80,7 @@ fn install_panic_hook() {
 }
 
 fn main() -> ExitCode {
+    let _ = dynalog_engines::tune_allocator();
     install_panic_hook();
     let cli = Cli::parse();
     let result = match cli.command {

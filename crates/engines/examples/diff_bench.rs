@@ -54,6 +54,7 @@ fn memory() -> String {
 }
 
 fn main() {
+    let _ = dynalog_engines::tune_allocator();
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
         eprintln!("usage: diff_bench PROGRAM FACTS RELATION WORKERS LOAD_PERCENT [--rule TEXT]");

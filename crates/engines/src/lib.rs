@@ -141,6 +141,33 @@ pub trait Engine {
     }
 }
 
+/// The size from which the C allocator serves a request with its own memory map, set
+/// by [`tune_allocator`].
+pub const MMAP_THRESHOLD: usize = 256 * 1024;
+
+/// Make freed large buffers go back to the operating system; call it once, first thing
+/// in `main`, in a program that runs the engines (the `dynalog` binary does).
+///
+/// glibc's allocator serves requests of 128 KiB and more with a memory map of their own,
+/// returned to the system when freed, but raises that threshold to the size of every
+/// such block freed, up to 32 MiB: after a few rounds of the differential engine (whose
+/// batches, consolidation tables and buffers are of that size, allocated and freed by
+/// several threads) most large buffers come from the heaps and stay there when freed.
+/// Fixing the threshold at [`MMAP_THRESHOLD`] keeps it where it is: measured with
+/// `diff_bench` (2 workers), the peak RSS of transitive closure on 1,000 × 4,000 random
+/// edges went from 364–370 to 298–300 MB and on RMAT-1k from 141–145 to 133–134 MB, in
+/// the same time. Does nothing on other platforms or allocators; returns whether the
+/// allocator took the setting.
+pub fn tune_allocator() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a parameter of the allocator (thread-safe in glibc).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) == 1
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    false
+}
+
 /// Check that `new` may replace `old` under [`Engine::set_program`]: every relation
 /// both have keeps its name and column types.
 pub fn check_extends(old: &Program, new: &Program) -> Result<(), String> {
@@ -215,5 +242,14 @@ pub fn create(name: &str, program: Program, workers: usize) -> Result<Box<dyn En
             "unknown engine `{other}` (available: {})",
             ENGINE_NAMES.join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn the_allocator_takes_the_mmap_threshold() {
+        assert!(super::tune_allocator());
     }
 }
