@@ -41,6 +41,9 @@ pub(crate) enum ColSpec {
     Wild,
 }
 
+/// In [`JoinStep::binds`]: a value that binds no slot.
+pub(crate) const SKIP: u32 = u32::MAX;
+
 /// A binding pattern: which facts an atom can match and how they are keyed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PatternSpec {
@@ -95,7 +98,8 @@ pub(crate) struct JoinStep {
     /// A positive atom without bound column: the substitution is replicated to every
     /// bucket (`key[1]`) so that the join runs against each worker's slice.
     pub bucketed: bool,
-    /// For each value of a matched index entry, the slot it binds.
+    /// For each value of a matched index entry, the slot it binds ([`SKIP`]: none, a
+    /// wildcard's value).
     pub binds: Vec<u32>,
     /// Filters and assignments after this atom, up to the next atom.
     pub post: Vec<Literal>,
@@ -162,7 +166,9 @@ impl CompiledRule {
             Some(i) => {
                 let step = &self.joins[i];
                 for (k, &slot) in step.binds.iter().enumerate() {
-                    slots[slot as usize] = vals[k];
+                    if slot != SKIP {
+                        slots[slot as usize] = vals[k];
+                    }
                 }
                 (&step.post[..], i + 1)
             }
@@ -438,9 +444,20 @@ impl Registry {
             let mut key_slots = Vec::new();
             let mut binds = Vec::new();
             let mut first_col: FxHashMap<u32, u32> = FxHashMap::default();
+            // A positive atom with a bound column reads a wildcard's value without
+            // binding it: `T(y, p, _)`, `T(_, p, z)` and `T(x, p, y)` with `p` bound then
+            // share one pattern and its index. (An atom with no bound column keeps the
+            // wildcard out of its entries, which the projection makes fewer.)
+            let keyed = !neg && atom.args.iter().any(
+                |t| matches!(*t, Term::Var(v) if bound.get(v as usize).copied().unwrap_or(false)),
+            );
             for (c, t) in atom.args.iter().enumerate() {
                 cols.push(match *t {
                     Term::Const(v) => ColSpec::Const(v),
+                    Term::Wildcard if keyed => {
+                        binds.push(SKIP);
+                        ColSpec::Free
+                    }
                     Term::Wildcard => ColSpec::Wild,
                     Term::Var(v) if bound.get(v as usize).copied().unwrap_or(false) => {
                         key_slots.push(v);
@@ -456,7 +473,7 @@ impl Registry {
                     },
                 });
             }
-            for &v in &binds {
+            for &v in binds.iter().filter(|&&v| v != SKIP) {
                 if let Some(b) = bound.get_mut(v as usize) {
                     *b = true;
                 }

@@ -62,7 +62,10 @@
 //!
 //! * **patterns**: the binding patterns of the live rules' atoms (which columns are
 //!   bound by earlier literals, which are constants, which repeat a variable), from the
-//!   `rules` collection, deduplicated: patterns in use are data too.
+//!   `rules` collection, deduplicated: patterns in use are data too. A wildcard of an
+//!   atom with a bound column counts as a free column whose value binds nothing, so
+//!   `T(y, p, _)`, `T(_, p, z)` and `T(x, p, y)` with `p` bound share one pattern and
+//!   one index (RhoDF on LUBM1: a third less time and memory for a full evaluation).
 //! * **index**: for every fact and every pattern in use on its relation, the fact's
 //!   entry `(pattern, bound values) → free values` if it matches the pattern's
 //!   constants (arranged). One arrangement holds the entries of every pattern in use,
