@@ -19,11 +19,12 @@
 //! a capability for its fact's or its pattern's time, which is at most the record's
 //! time (the join of the two).
 
-use super::compile::{NEG, PatternSpec};
+use super::compile::{ColSpec, NEG, PatternSpec};
 use super::dataflow::{Inner, Mult, Row, Tables, bucket, hold_only};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use timely::dataflow::channels::pact::Pipeline;
@@ -124,9 +125,25 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     for (p, t, d) in data.drain(..) {
                         let spec = tables.pattern(p & !NEG);
                         let relation = relation(&mut relations, spec.rel);
-                        for (f, tf, df) in &relation.facts {
-                            if let Some(e) = entry(p, &spec, f, buckets) {
-                                session.give((e, t.join(tf), d * df));
+                        if spec.cols.iter().any(|c| matches!(c, ColSpec::Wild)) {
+                            // A projection: many facts have the same entry (`T(x, _, _)`:
+                            // one per subject); add them up before they are sent.
+                            let mut sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
+                            for (f, tf, df) in &relation.facts {
+                                if let Some(e) = entry(p, &spec, f, buckets) {
+                                    *sums.entry((e, t.join(tf))).or_insert(0) += d * df;
+                                }
+                            }
+                            for ((e, te), de) in sums {
+                                if de != 0 {
+                                    session.give((e, te, de));
+                                }
+                            }
+                        } else {
+                            for (f, tf, df) in &relation.facts {
+                                if let Some(e) = entry(p, &spec, f, buckets) {
+                                    session.give((e, t.join(tf), d * df));
+                                }
                             }
                         }
                         relation.patterns.push((p, t, d));
@@ -226,7 +243,6 @@ mod tests {
 
     #[test]
     fn entries_check_constants_and_spread_unbound_keys() {
-        use super::super::compile::ColSpec;
         // p(x, "c"): x free, a constant in the second column.
         let spec = PatternSpec {
             rel: 1,
