@@ -240,11 +240,14 @@ pub(crate) fn distinct<'s, R: Row>(
                         }
                     }
                 }
-                if done {
+                // Also when nothing was processed: a message's capability can be
+                // earlier than its records' times, and holding it would keep the
+                // frontier from ever passing them.
+                if !held.is_empty() {
                     hold_only(&mut held, pending.keys().map(|&(e, r)| Product::new(e, r)));
-                    if facts.capacity() > 64 && facts.len() < facts.capacity() / 4 {
-                        facts.shrink_to_fit();
-                    }
+                }
+                if done && facts.capacity() > 64 && facts.len() < facts.capacity() / 4 {
+                    facts.shrink_to_fit();
                 }
             }
         });
