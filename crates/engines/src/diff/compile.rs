@@ -448,9 +448,12 @@ impl Registry {
             // binding it: `T(y, p, _)`, `T(_, p, z)` and `T(x, p, y)` with `p` bound then
             // share one pattern and its index. (An atom with no bound column keeps the
             // wildcard out of its entries, which the projection makes fewer.)
-            let keyed = !neg && atom.args.iter().any(
-                |t| matches!(*t, Term::Var(v) if bound.get(v as usize).copied().unwrap_or(false)),
-            );
+            let is_bound = |v: u32| bound.get(v as usize).copied().unwrap_or(false);
+            let keyed = !neg
+                && atom
+                    .args
+                    .iter()
+                    .any(|t| matches!(*t, Term::Var(v) if is_bound(v)));
             for (c, t) in atom.args.iter().enumerate() {
                 cols.push(match *t {
                     Term::Const(v) => ColSpec::Const(v),
@@ -459,7 +462,7 @@ impl Registry {
                         ColSpec::Free
                     }
                     Term::Wildcard => ColSpec::Wild,
-                    Term::Var(v) if bound.get(v as usize).copied().unwrap_or(false) => {
+                    Term::Var(v) if is_bound(v) => {
                         key_slots.push(v);
                         ColSpec::Bound
                     }

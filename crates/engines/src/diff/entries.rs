@@ -14,8 +14,8 @@
 //!
 //! Correctness is the usual one of a symmetric join: in each activation the new
 //! patterns meet the facts matched before (not the pending ones), then the facts whose
-//! time the input frontier has passed are consolidated and meet every pattern received
-//! so far, so each (fact, pattern) pair of updates is met once. A record is sent under
+//! time the input frontier has passed meet every pattern received so far, a time at a
+//! time, so each (fact, pattern) pair of updates is met once. A record is sent under
 //! a capability for its fact's or its pattern's time, which is at most the record's
 //! time (the join of the two).
 
@@ -130,35 +130,31 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     for (p, t, d) in data.drain(..) {
                         let spec = tables.pattern(p & !NEG);
                         let relation = relation(&mut relations, spec.rel);
-                        if spec.cols.iter().any(|c| matches!(c, ColSpec::Wild)) {
-                            // A projection: many facts have the same entry (`T(x, _, _)`:
-                            // one per subject); add them up before they are sent.
-                            let mut sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
-                            for (f, tf, df) in &relation.facts {
-                                if let Some(e) = entry(p, &spec, f, buckets) {
+                        // A projection gives many facts the same entry (`T(x, _, _)`: one
+                        // per subject): add those up before they are sent.
+                        let projects = spec.cols.iter().any(|c| matches!(c, ColSpec::Wild));
+                        let mut sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
+                        for (f, tf, df) in &relation.facts {
+                            if let Some(e) = entry(p, &spec, f, buckets) {
+                                if projects {
                                     *sums.entry((e, t.join(tf))).or_insert(0) += d * df;
-                                }
-                            }
-                            for ((e, te), de) in sums {
-                                if de != 0 {
-                                    session.give((e, te, de));
-                                }
-                            }
-                        } else {
-                            for (f, tf, df) in &relation.facts {
-                                if let Some(e) = entry(p, &spec, f, buckets) {
+                                } else {
                                     session.give((e, t.join(tf), d * df));
                                 }
+                            }
+                        }
+                        for ((e, te), de) in sums {
+                            if de != 0 {
+                                session.give((e, te, de));
                             }
                         }
                         relation.patterns.push((p, t, d));
                         relation.specs.push(spec);
                     }
                 });
-                // New facts wait until no more updates can come at their time, so that
-                // the updates of one time cancel before they meet the patterns (the
-                // loop's feedback retracts the base facts that the `distinct` derives
-                // again, at the same time).
+                // New facts wait until no more updates can come at their time (each
+                // (fact, pattern) pair is then met once, see the module docs), and go
+                // out a time at a time, under one capability each.
                 facts_in.for_each(|cap, data| {
                     for c in cap.retain_stamp(0).iter() {
                         held.insert(c.clone());
