@@ -50,6 +50,9 @@ pub(crate) struct PatternSpec {
     pub rel: RelId,
     pub neg: bool,
     pub cols: Vec<ColSpec>,
+    /// The entries carry a bucket of their free values after the bound ones (see
+    /// [`JoinStep::bucketed`]).
+    pub spread: bool,
 }
 
 impl PatternSpec {
@@ -124,7 +127,7 @@ pub(crate) enum Next {
     /// Dropped (a filter failed, or a division by zero).
     None,
     /// Waiting at the next atom under this key (`last`: the rule's last atom).
-    Sub { bucketed: bool, last: bool },
+    Sub { bucket: Option<usize>, last: bool },
     /// A head fact (values written into the row buffer).
     Head,
 }
@@ -189,7 +192,7 @@ impl CompiledRule {
                     }
                 }
                 Next::Sub {
-                    bucketed: step.bucketed,
+                    bucket: step.bucketed.then_some(1 + step.key_slots.len()),
                     last: next + 1 == self.joins.len(),
                 }
             }
@@ -420,6 +423,8 @@ impl Registry {
         let mut pre = Vec::new();
         let mut joins: Vec<JoinStep> = Vec::new();
         let mut patterns = Vec::new();
+        // Whether every positive atom so far selects by a constant (see `spread` below).
+        let mut selective = true;
         for (i, lit) in rule.body.iter().enumerate() {
             let (atom, neg) = match lit {
                 Literal::Atom(a) => (a, false),
@@ -481,10 +486,22 @@ impl Registry {
                     *b = true;
                 }
             }
+            // Spread the entries of a positive atom over the buckets, the substitutions
+            // waiting at it going to every bucket, when it has no bound column (its key
+            // would hold every entry), or when the substitutions are few: every earlier
+            // atom selected by a constant, as schema atoms do (`T(p, "rdfs:domain", c),
+            // T(y, p, _)`). Its keys are then often few and skewed (the predicates of a
+            // triple store), and keyed entries would leave one worker most of the index.
+            let has_free = cols.iter().any(|c| matches!(c, ColSpec::Free));
+            let spread = !neg && (key_slots.is_empty() || (selective && has_free));
+            if !neg {
+                selective &= atom.args.iter().any(|t| matches!(t, Term::Const(_)));
+            }
             let id = self.pattern_id(PatternSpec {
                 rel: atom.relation,
                 neg,
                 cols,
+                spread,
             })?;
             let key0 = if neg { id | NEG } else { id };
             if !patterns.contains(&key0) {
@@ -492,7 +509,7 @@ impl Registry {
             }
             joins.push(JoinStep {
                 key0,
-                bucketed: !neg && key_slots.is_empty(),
+                bucketed: spread,
                 key_slots,
                 binds,
                 post: Vec::new(),

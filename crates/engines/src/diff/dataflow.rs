@@ -142,7 +142,8 @@ pub(crate) struct Emit<R> {
     sub: Sub<R>,
     next: u32,
     end: u32,
-    bucketed: bool,
+    /// The key slot of the bucket, if the substitution goes to every bucket.
+    bucket: Option<usize>,
 }
 
 impl<R: Row> Iterator for Emit<R> {
@@ -153,8 +154,8 @@ impl<R: Row> Iterator for Emit<R> {
             return None;
         }
         let mut key = self.key;
-        if self.bucketed {
-            key.as_mut()[1] = self.next;
+        if let Some(slot) = self.bucket {
+            key.as_mut()[slot] = self.next;
         }
         self.next += 1;
         Some((key, self.sub))
@@ -177,23 +178,23 @@ fn emit<R: Row>(
         sub: (HEAD, slots),
         next: 0,
         end: 0,
-        bucketed: false,
+        bucket: None,
     };
     match rule.advance(at, vals, slots.as_mut(), out.as_mut()) {
         Next::None => none,
-        Next::Sub { bucketed, last } => Emit {
+        Next::Sub { bucket, last } => Emit {
             key: out,
             sub: (if last { id | LAST } else { id }, slots),
             next: 0,
-            end: if bucketed { buckets } else { 1 },
-            bucketed,
+            end: if bucket.is_some() { buckets } else { 1 },
+            bucket,
         },
         Next::Head => Emit {
             key: out,
             sub: (HEAD, R::default()),
             next: 0,
             end: 1,
-            bucketed: false,
+            bucket: None,
         },
     }
 }

@@ -63,9 +63,9 @@ fn entry<R: Row>(p: u32, spec: &PatternSpec, f: &R, buckets: u32) -> Option<(R, 
     let mut val = R::default();
     let n = spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut())?;
     key.as_mut()[0] = p;
-    if n == 1 && p & NEG == 0 {
-        // No bound column: spread the entries over the buckets (see `JoinStep::bucketed`).
-        key.as_mut()[1] = bucket(val.as_ref(), buckets);
+    if spec.spread {
+        // Spread the entries of a key over the buckets (see `JoinStep::bucketed`).
+        key.as_mut()[n] = bucket(val.as_ref(), buckets);
     }
     Some((key, val))
 }
@@ -247,20 +247,36 @@ mod tests {
     }
 
     #[test]
-    fn entries_check_constants_and_spread_unbound_keys() {
-        // p(x, "c"): x free, a constant in the second column.
+    fn entries_check_constants_and_spread_keys() {
+        // p(x, "c"): x free, a constant in the second column, no bound column.
         let spec = PatternSpec {
             rel: 1,
             neg: false,
             cols: vec![ColSpec::Free, ColSpec::Const(7)],
+            spread: true,
         };
         assert_eq!(entry(5, &spec, &[1u32, 3, 8], 4), None);
         let (key, val) = entry(5, &spec, &[1u32, 3, 7], 4).expect("matches");
         assert_eq!(key[0], 5);
         assert_eq!(key[1], bucket(&val, 4));
         assert_eq!(val, [3, 0, 0]);
-        // A negated pattern keeps its key whole (no bucket).
-        let (key, _) = entry(5 | NEG, &spec, &[1u32, 3, 7], 4).expect("matches");
-        assert_eq!(key, [5 | NEG, 0, 0]);
+        // A spread pattern with a bound column: the bucket follows the bound value.
+        let keyed = PatternSpec {
+            rel: 1,
+            neg: false,
+            cols: vec![ColSpec::Bound, ColSpec::Free, ColSpec::Free],
+            spread: true,
+        };
+        let (key, val) = entry(6, &keyed, &[1u32, 3, 8, 9], 4).expect("matches");
+        assert_eq!(key, [6, 3, bucket(&val, 4), 0]);
+        assert_eq!(val, [8, 9, 0, 0]);
+        // Not spread (a negated pattern is never): the key is the bound values alone.
+        let negated = PatternSpec {
+            neg: true,
+            spread: false,
+            ..keyed
+        };
+        let (key, _) = entry(6 | NEG, &negated, &[1u32, 3, 8, 9], 4).expect("matches");
+        assert_eq!(key, [6 | NEG, 3, 0, 0]);
     }
 }
