@@ -201,7 +201,11 @@ fn a_missing_peer_is_an_error_after_the_timeout() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("could not connect"), "{stderr}");
     assert!(started.elapsed().as_secs() < 30);
-    assert!(o.stdout.is_empty(), "timely's chatter stays off stdout");
+    assert!(
+        o.stdout.is_empty(),
+        "timely's chatter stays off stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
 
 #[test]

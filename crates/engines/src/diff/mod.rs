@@ -601,7 +601,7 @@ impl Diff {
         self.apply(out.facts, out.diffs, width, rebuild)
     }
 
-    /// Consolidate the workers' output and apply it to the mirror.
+    /// Apply the workers' output to the mirror.
     fn apply(
         &mut self,
         rows: Vec<u32>,
@@ -610,16 +610,9 @@ impl Diff {
         rebuild: bool,
     ) -> Result<(), String> {
         let row = |i: usize| &rows[i * width..(i + 1) * width];
-        let mut order: Vec<u32> = (0..diffs.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| row(a as usize).cmp(row(b as usize)));
-        let mut changes: Vec<(usize, isize)> = Vec::new();
-        for &i in &order {
-            let i = i as usize;
-            match changes.last_mut() {
-                Some((j, d)) if row(*j) == row(i) => *d += diffs[i],
-                _ => changes.push((i, diffs[i])),
-            }
-        }
+        // Consolidated by the workers (see `runtime::Output`): one change per fact. A
+        // fact changed twice would fail the checks below, never pass silently.
+        let changes = diffs.iter().copied().enumerate();
         self.last_changes.clear();
         if rebuild {
             // The new dataflow produced the whole materialization: compare with the old.
@@ -629,12 +622,7 @@ impl Diff {
                 .iter()
                 .map(|r| FlatSet::new(r.arity()))
                 .collect();
-            for &(i, d) in &changes {
-                // A fact may be emitted and retracted within the epoch (the `distinct`
-                // evaluates a fact after each change it receives): no change.
-                if d == 0 {
-                    continue;
-                }
+            for (i, d) in changes {
                 let r = row(i);
                 let rel = r[0] as usize;
                 let Some(set) = fresh.get_mut(rel) else {
@@ -662,10 +650,7 @@ impl Diff {
             self.finish_truncate();
             return Ok(());
         }
-        for &(i, d) in &changes {
-            if d == 0 {
-                continue;
-            }
+        for (i, d) in changes {
             let r = row(i);
             let rel = r[0] as usize;
             let Some(set) = self.mirror.get_mut(rel) else {

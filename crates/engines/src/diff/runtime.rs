@@ -12,6 +12,7 @@
 use super::compile::{Shared, TableEntry};
 use super::dataflow::{Row, Tables, build};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -55,7 +56,9 @@ pub(crate) enum Role {
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     /// Changed rows of the runtime's width (`[rel, values.., 0..]`), several workers'
-    /// outputs concatenated, not consolidated.
+    /// outputs concatenated. Each worker consolidates its own, and every change of a
+    /// fact reaches one worker (the one its `distinct` runs on, or worker 0 when the
+    /// output is gathered), so each row appears once, with a non-zero diff.
     pub facts: Vec<u32>,
     pub diffs: Vec<isize>,
     /// Rounds per level (the most of any worker).
@@ -502,7 +505,11 @@ fn run_worker<R: Row>(
                     if let Some(profile) = profile.as_ref().filter(|p| p.each_commit) {
                         profile.report(worker, &format!("commit {}", batch.epoch));
                     }
-                    let out = std::mem::take(&mut *handles.output.borrow_mut());
+                    let mut out = std::mem::take(&mut *handles.output.borrow_mut());
+                    // A fact may change more than once within a commit (emitted at one
+                    // round, retracted at a later one): sum its changes here, on the
+                    // worker, where they all are (see `Output`).
+                    consolidate(&mut out);
                     let rounds = std::mem::take(&mut *handles.rounds.borrow_mut());
                     let mut facts = Vec::with_capacity(out.len() * width);
                     let mut diffs = Vec::with_capacity(out.len());
