@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p dynalog-engines --example diff_bench -- \
 //!     PROGRAM.dl FACTS_FILE RELATION WORKERS LOAD_PERCENT [--repeat N] [--rule 'RULE']
-//!     [--idle-merge N|none]
+//!     [--idle-merge N|none] [--singles N]
 //! ```
 //!
 //! Loads the first LOAD_PERCENT% of the lines of FACTS_FILE (tab-separated symbols) into
@@ -11,7 +11,9 @@
 //! (E-) and checks that the materialization equals the one after E; `--repeat N` repeats
 //! the E+/E- pair N times and reports the medians. With 100 it only
 //! measures the full materialization. With `--rule`, it then adds the rule to the
-//! program and removes it again, timing both. Peak memory: run under `/usr/bin/time -v`.
+//! program and removes it again, timing both. `--singles N` inserts and deletes one of
+//! the facts after the load N times (default 1), each its own commit, and reports the
+//! medians. Peak memory: run under `/usr/bin/time -v`.
 
 use dynalog_analysis::{RelId, Value};
 use dynalog_engines::Engine;
@@ -153,20 +155,44 @@ fn main() {
             std::process::exit(1);
         }
     }
-    if let Some(one) = lines.get(cut) {
-        // One new fact and its deletion (the fixed cost of a commit plus its effects).
-        let t = Instant::now();
-        engine.insert(rel, one);
-        engine.commit().expect("commit");
-        let ins = t.elapsed();
-        let t = Instant::now();
-        engine.remove(rel, one);
-        engine.commit().expect("commit");
-        let del = t.elapsed();
+    let singles: usize = args
+        .iter()
+        .position(|a| a == "--singles")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let rest = &lines[cut.min(lines.len())..];
+    if !rest.is_empty() {
+        // One new fact and its deletion (the fixed cost of a commit plus its effects),
+        // `--singles N` times over the facts after the load.
+        let (mut ins, mut del) = (Vec::new(), Vec::new());
+        for i in 0..singles {
+            let one = &rest[i % rest.len()];
+            let t = Instant::now();
+            engine.insert(rel, one);
+            engine.commit().expect("commit");
+            ins.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            engine.remove(rel, one);
+            engine.commit().expect("commit");
+            del.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if singles > 1 {
+            println!("one fact, insert (ms): {}", list(&ins));
+            println!("one fact, delete (ms): {}", list(&del));
+        }
+        ins.sort_by(f64::total_cmp);
+        del.sort_by(f64::total_cmp);
         println!(
-            "one fact: insert {:8.3} ms, delete {:8.3} ms",
-            ins.as_secs_f64() * 1e3,
-            del.as_secs_f64() * 1e3
+            "one fact: insert {:8.3} ms, delete {:8.3} ms (median of {singles})",
+            ins[ins.len() / 2],
+            del[del.len() / 2]
         );
     }
     if let Some(rule) = extra_rule {

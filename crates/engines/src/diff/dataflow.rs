@@ -235,6 +235,9 @@ pub(crate) struct Handles<R: Row> {
     pub output: Rc<RefCell<Vec<(R, Mult)>>>,
     /// Highest round seen per level since the last drain.
     pub rounds: Rc<RefCell<Vec<u32>>>,
+    /// The addresses of the operators that hold arrangements, to wake for background
+    /// merging after a commit.
+    pub arrangements: Vec<Rc<[usize]>>,
 }
 
 /// Build the circuit on `worker`.
@@ -253,6 +256,7 @@ pub(crate) fn build<R: Row>(
         let output = Rc::new(RefCell::new(Vec::new()));
         let rounds = Rc::new(RefCell::new(Vec::new()));
         let rounds2 = rounds.clone();
+        let mut arrangements: Vec<Rc<[usize]>> = Vec::new();
 
         let result = scope.iterative::<u32, _, _>(|inner| {
             let base = base.enter(inner);
@@ -274,11 +278,14 @@ pub(crate) fn build<R: Row>(
                 .clone()
                 .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
                 .arrange_by_key_named("Index");
+            arrangements.push(index.trace.operator().address.clone());
             // Negated patterns: the set of keys (distinct: a wildcard makes duplicates).
-            let negated = entries
+            let negated_entries = entries
                 .filter(|(k, _)| k.as_ref()[0] & NEG != 0)
                 .map(|(k, _)| k)
-                .arrange_by_self_named("NegatedEntries")
+                .arrange_by_self_named("NegatedEntries");
+            arrangements.push(negated_entries.trace.operator().address.clone());
+            let negated = negated_entries
                 .reduce_abelian::<_, KeyBuilder<R, Inner, Mult>, KeySpine<R, Inner, Mult>, _, _>(
                     "NegatedKeys",
                     |_k, _s, t| t.push(((), 1)),
@@ -287,6 +294,7 @@ pub(crate) fn build<R: Row>(
                         vec.extend(upds.drain(..).map(|(v, t, r)| ((*key, v), t, r)));
                     },
                 );
+            arrangements.push(negated.trace.operator().address.clone());
 
             // Seeds: the empty substitution of every live rule, run up to its first atom.
             let t = tables.clone();
@@ -309,6 +317,8 @@ pub(crate) fn build<R: Row>(
                 // negation, and whether it is the rule's last atom.
                 let at_index = wait(&waiting, 0, false).arrange_by_key_named("WaitIndex");
                 let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
+                arrangements.push(at_index.trace.operator().address.clone());
+                arrangements.push(last_index.trace.operator().address.clone());
                 let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & NEG != 0);
 
                 let t = tables.clone();
@@ -325,10 +335,10 @@ pub(crate) fn build<R: Row>(
                         t.with_rule(sub.0 & !LAST, |rule| head(rule, s, vals.as_ref(), sub.1))
                     },
                 ));
-                let blocked = at_neg
-                    .clone()
-                    .arrange_by_key_named("WaitNeg")
-                    .join_core(negated.clone(), |k, sub: &Sub<R>, _| Some((*k, *sub)));
+                let wait_neg = at_neg.clone().arrange_by_key_named("WaitNeg");
+                arrangements.push(wait_neg.trace.operator().address.clone());
+                let blocked =
+                    wait_neg.join_core(negated.clone(), |k, sub: &Sub<R>, _| Some((*k, *sub)));
                 let t = tables.clone();
                 let from_neg = at_neg.concat(blocked.negate()).flat_map(move |(_, sub)| {
                     let id = sub.0 & !LAST;
@@ -386,6 +396,7 @@ pub(crate) fn build<R: Row>(
             probe,
             output,
             rounds,
+            arrangements,
         }
     })
 }
