@@ -156,6 +156,47 @@ impl History {
     }
 }
 
+/// Process the updates of one time at `round` (changes, and re-evaluations with
+/// multiplicity 0): for each, `emit(fact, presence change, later round to evaluate
+/// again)`. The changes come first, then the re-evaluations (see `distinct`).
+fn process<R: Row>(
+    facts: &mut FxHashMap<R, History>,
+    updates: &[(R, Mult)],
+    round: u32,
+    mut emit: impl FnMut(R, Mult, Option<u32>),
+) {
+    let changes = updates.iter().filter(|u| u.1 != 0);
+    let reevaluations = updates.iter().filter(|u| u.1 == 0);
+    for &(f, d) in changes.chain(reevaluations) {
+        let (change, wrong) = match facts.entry(f) {
+            Entry::Occupied(mut slot) => {
+                let history = slot.get_mut();
+                if d != 0 {
+                    history.at(round).add_input(d);
+                }
+                let evaluated = history.evaluate(round);
+                if history.steps.is_empty() {
+                    slot.remove();
+                }
+                evaluated
+            }
+            Entry::Vacant(slot) => {
+                if d == 0 {
+                    continue;
+                }
+                let mut history = History::default();
+                history.at(round).add_input(d);
+                let evaluated = history.evaluate(round);
+                slot.insert(history);
+                evaluated
+            }
+        };
+        if change != 0 || wrong.is_some() {
+            emit(f, change, wrong);
+        }
+    }
+}
+
 /// `distinct(input)`: every fact with a positive count, once. The input's updates are
 /// placed on workers by `route`.
 pub(crate) fn distinct<'s, R: Row>(
@@ -204,41 +245,23 @@ pub(crate) fn distinct<'s, R: Row>(
                     // Each change is applied and its fact evaluated at once, with one
                     // lookup. A fact changed twice at one time (from two workers) is
                     // evaluated after each change: what it emits at the time adds up
-                    // to the right change (a `-1` then `+1` pair at worst).
+                    // to the right change (a `-1` then `+1` pair at worst). The
+                    // re-evaluations come after the changes: a fact whose change at
+                    // this time makes its scheduled re-evaluation moot (derived at a
+                    // later round that loses its derivation too, as when a rule goes)
+                    // then emits nothing, where re-evaluating it first made it
+                    // reappear and vanish again at this time.
                     let t = Product::new(epoch, round);
                     let cap = held.delayed(&t);
                     let mut session = output.session(&cap);
-                    for (f, d) in updates {
-                        let (change, wrong) = match facts.entry(f) {
-                            Entry::Occupied(mut slot) => {
-                                let history = slot.get_mut();
-                                if d != 0 {
-                                    history.at(round).add_input(d);
-                                }
-                                let evaluated = history.evaluate(round);
-                                if history.steps.is_empty() {
-                                    slot.remove();
-                                }
-                                evaluated
-                            }
-                            Entry::Vacant(slot) => {
-                                if d == 0 {
-                                    continue;
-                                }
-                                let mut history = History::default();
-                                history.at(round).add_input(d);
-                                let evaluated = history.evaluate(round);
-                                slot.insert(history);
-                                evaluated
-                            }
-                        };
+                    process(&mut facts, &updates, round, |f, change, wrong| {
                         if change != 0 {
                             session.give((f, t, change));
                         }
                         if let Some(later) = wrong {
                             pending.entry((epoch, later)).or_default().push((f, 0));
                         }
-                    }
+                    });
                 }
                 // Also when nothing was processed: a message's capability can be
                 // earlier than its records' times, and holding it would keep the
@@ -336,5 +359,25 @@ mod tests {
         h.at(3).add_input(1);
         assert_eq!(h.evaluate(3), (0, Some(7)));
         assert_eq!(h.evaluate(7), (1, None));
+    }
+
+    #[test]
+    fn a_moot_reevaluation_emits_nothing() {
+        // Derived 5 times at round 1 and once at round 2 (from itself, as
+        // `T(x, "rdf:type", "rdfs:Resource") :- T(x, _, _)` does); then the rule goes.
+        let f = [0u32, 7, 1];
+        let mut facts = FxHashMap::default();
+        facts.insert(f, history(&[(1, 5, 1), (2, 1, 0)]));
+        let mut out = Vec::new();
+        process(&mut facts, &[(f, -5)], 1, |f, c, w| out.push((f, c, w)));
+        // Absent from round 1, but the count says present at 2: look again there.
+        assert_eq!(out, vec![(f, -1, Some(2))]);
+        out.clear();
+        // At round 2 the re-evaluation was queued before the change that makes it moot.
+        process(&mut facts, &[(f, 0), (f, -1)], 2, |f, c, w| {
+            out.push((f, c, w))
+        });
+        assert_eq!(out, vec![], "no +1 and -1 at round 2");
+        assert!(facts.is_empty());
     }
 }
