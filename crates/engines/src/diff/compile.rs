@@ -118,8 +118,12 @@ pub(crate) struct CompiledRule {
     /// Filters and assignments before the first atom.
     pub pre: Vec<Literal>,
     pub joins: Vec<JoinStep>,
-    /// The patterns the rule reads: `key0` values, deduplicated.
+    /// The patterns the rule reads through the index: `key0` values, deduplicated.
     pub patterns: Vec<u32>,
+    /// The first atom is positive with no bound column: its substitutions come
+    /// straight from the facts (the entries operator applies the first step to each
+    /// matching fact), not from a seed joined with an index of every matching fact.
+    pub direct: bool,
 }
 
 /// Where a substitution goes after a step.
@@ -422,7 +426,6 @@ impl Registry {
         let mut bound = vec![false; slots];
         let mut pre = Vec::new();
         let mut joins: Vec<JoinStep> = Vec::new();
-        let mut patterns = Vec::new();
         // Whether every positive atom so far selects by a constant (see `spread` below).
         let mut selective = true;
         for (i, lit) in rule.body.iter().enumerate() {
@@ -504,9 +507,6 @@ impl Registry {
                 spread,
             })?;
             let key0 = if neg { id | NEG } else { id };
-            if !patterns.contains(&key0) {
-                patterns.push(key0);
-            }
             joins.push(JoinStep {
                 key0,
                 bucketed: spread,
@@ -516,12 +516,22 @@ impl Registry {
                 keep: live[i],
             });
         }
+        let direct = joins
+            .first()
+            .is_some_and(|j| j.key0 & NEG == 0 && j.key_slots.is_empty());
+        let mut patterns = Vec::new();
+        for j in joins.iter().skip(usize::from(direct)) {
+            if !patterns.contains(&j.key0) {
+                patterns.push(j.key0);
+            }
+        }
         Ok(CompiledRule {
             head_rel: rule.head.relation,
             head: rule.head.args.clone(),
             pre,
             joins,
             patterns,
+            direct,
         })
     }
 }

@@ -9,7 +9,7 @@ use super::compile::{
 };
 use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
-use super::entries::pattern_entries;
+use super::entries::{INDEX, Use, pattern_entries};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::iterate::VecVariable;
@@ -75,7 +75,7 @@ impl Tables {
     }
 
     #[inline]
-    fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
+    pub(crate) fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
         {
             let rules = self.rules.borrow();
             if let Some(rule) = rules.get(id as usize) {
@@ -146,6 +146,30 @@ pub(crate) struct Emit<R> {
     bucket: Option<usize>,
 }
 
+impl<R: Row> Emit<R> {
+    /// No record.
+    pub(crate) fn none() -> Emit<R> {
+        Emit {
+            key: R::default(),
+            sub: (HEAD, R::default()),
+            next: 0,
+            end: 0,
+            bucket: None,
+        }
+    }
+
+    /// The one record `(key, sub)`.
+    pub(crate) fn one(key: R, sub: Sub<R>) -> Emit<R> {
+        Emit {
+            key,
+            sub,
+            next: 0,
+            end: 1,
+            bucket: None,
+        }
+    }
+}
+
 impl<R: Row> Iterator for Emit<R> {
     type Item = (R, Sub<R>);
     #[inline]
@@ -173,15 +197,8 @@ fn emit<R: Row>(
     buckets: u32,
 ) -> Emit<R> {
     let mut out = R::default();
-    let none = Emit {
-        key: out,
-        sub: (HEAD, slots),
-        next: 0,
-        end: 0,
-        bucket: None,
-    };
     match rule.advance(at, vals, slots.as_mut(), out.as_mut()) {
-        Next::None => none,
+        Next::None => Emit::none(),
         Next::Sub { bucket, last } => Emit {
             key: out,
             sub: (if last { id | LAST } else { id }, slots),
@@ -189,13 +206,24 @@ fn emit<R: Row>(
             end: if bucket.is_some() { buckets } else { 1 },
             bucket,
         },
-        Next::Head => Emit {
-            key: out,
-            sub: (HEAD, R::default()),
-            next: 0,
-            end: 1,
-            bucket: None,
-        },
+        Next::Head => Emit::one(out, (HEAD, R::default())),
+    }
+}
+
+/// The records of a [`CompiledRule::direct`] rule for a fact matching its first atom
+/// (`vals`: the free values of its entry): the rule's filters before the first atom
+/// (on the empty substitution), then the step past the first atom.
+pub(crate) fn first_step<R: Row>(
+    rule: &CompiledRule,
+    id: u32,
+    vals: &[u32],
+    buckets: u32,
+) -> Emit<R> {
+    let mut slots = R::default();
+    let mut key = R::default();
+    match rule.advance(None, &[], slots.as_mut(), key.as_mut()) {
+        Next::Sub { .. } => emit(rule, id, Some(0), vals, slots, buckets),
+        _ => Emit::none(),
     }
 }
 
@@ -265,15 +293,26 @@ pub(crate) fn build<R: Row>(
             let seeds = rules.enter_at(inner, |&(level, _)| level << LEVEL_SHIFT);
             let (variable, facts) = VecVariable::<Inner, R, Mult>::new(inner, Product::new(0, 1));
 
-            // The patterns in use: those of the live rules, as data.
+            // The patterns in use: those of the live rules, as data; the first atom of a
+            // direct rule with the rule's id.
             let t = tables.clone();
             let patterns = seeds
                 .clone()
-                .flat_map(move |(_, r)| t.with_rule(r, |rule| rule.patterns.clone()))
+                .flat_map(move |(_, r)| {
+                    t.with_rule(r, |rule| {
+                        let mut uses: Vec<Use> =
+                            rule.patterns.iter().map(|&p| (p, INDEX)).collect();
+                        if rule.direct {
+                            uses.push((rule.joins[0].key0, r));
+                        }
+                        uses
+                    })
+                })
                 .distinct_core::<Mult>();
 
-            // Index entries: (pattern, bound values) -> free values.
-            let entries = pattern_entries(facts, patterns, tables.clone(), buckets);
+            // Index entries, (pattern, bound values) -> free values, and the direct
+            // rules' substitutions past their first atom.
+            let (entries, direct) = pattern_entries(facts, patterns, tables.clone(), buckets);
             let index = entries
                 .clone()
                 .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
@@ -296,12 +335,20 @@ pub(crate) fn build<R: Row>(
                 );
             arrangements.push(negated.trace.operator().address.clone());
 
-            // Seeds: the empty substitution of every live rule, run up to its first atom.
+            // Seeds: the empty substitution of every live rule that is not direct, run up
+            // to its first atom.
             let t = tables.clone();
             let mut subs: VecCollection<'_, Inner, (R, Sub<R>), Mult> =
                 seeds.flat_map(move |(_, r)| {
-                    t.with_rule(r, |rule| emit(rule, r, None, &[], R::default(), buckets))
+                    t.with_rule(r, |rule| {
+                        if rule.direct {
+                            Emit::none()
+                        } else {
+                            emit(rule, r, None, &[], R::default(), buckets)
+                        }
+                    })
                 });
+            let mut direct = Some(direct);
 
             // One join stage per body position; substitutions at their last atom emit
             // head facts directly.
@@ -345,6 +392,12 @@ pub(crate) fn build<R: Row>(
                     t.with_rule(id, |rule| emit(rule, id, Some(s), &[], sub.1, buckets))
                 });
                 subs = from_index.concat(from_neg);
+                if let Some(direct) = direct.take() {
+                    subs = subs.concat(direct);
+                }
+            }
+            if let Some(direct) = direct.take() {
+                subs = subs.concat(direct);
             }
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
 

@@ -20,24 +20,34 @@
 //! time (the join of the two).
 
 use super::compile::{ColSpec, NEG, PatternSpec};
-use super::dataflow::{Inner, Mult, Row, Tables, bucket, hold_only};
+use super::dataflow::{Emit, Inner, Mult, Row, Sub, Tables, bucket, first_step, hold_only};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
 use rustc_hash::FxHashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
-use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::vec::Broadcast as _;
 use timely::progress::frontier::AntichainRef;
+
+/// A pattern in use: its id (with [`NEG`] for a negated one) and [`INDEX`], or the
+/// id of a rule whose first atom it is, read straight from the facts
+/// ([`super::compile::CompiledRule::direct`]).
+pub(crate) type Use = (u32, u32);
+
+/// In a [`Use`]: the pattern's entries go to the index.
+pub(crate) const INDEX: u32 = u32::MAX;
 
 /// Per relation: its patterns and the history of its facts.
 #[derive(Default)]
 struct Relation<R> {
-    /// Pattern updates: id (with [`NEG`] for a negated one), time, multiplicity.
-    patterns: Vec<(u32, Inner, Mult)>,
+    /// Pattern updates: use, time, multiplicity.
+    patterns: Vec<(Use, Inner, Mult)>,
     /// The spec of each of `patterns`.
     specs: Vec<Arc<PatternSpec>>,
     /// Length of `patterns` after its last compaction.
@@ -54,6 +64,35 @@ fn relation<R: Row>(relations: &mut Vec<Relation<R>>, rel: u32) -> &mut Relation
         relations.resize_with(rel + 1, Relation::default);
     }
     &mut relations[rel]
+}
+
+/// What a fact gives under a pattern in use.
+enum Records<R> {
+    /// Nothing: it does not match.
+    None,
+    /// Its index entry `(key, free values)`.
+    Entry(R, R),
+    /// The substitutions (or head fact) of the rule that reads the pattern as its first
+    /// atom.
+    Direct(Emit<R>),
+}
+
+/// The records of fact `f` under the pattern in use `(p, rule)`.
+#[inline]
+fn records<R: Row>(
+    (p, rule): Use,
+    spec: &PatternSpec,
+    f: &R,
+    buckets: u32,
+    tables: &Tables,
+) -> Records<R> {
+    match entry(p, spec, f, buckets) {
+        None => Records::None,
+        Some((key, val)) if rule == INDEX => Records::Entry(key, val),
+        Some((_, val)) => {
+            Records::Direct(tables.with_rule(rule, |r| first_step(r, rule, val.as_ref(), buckets)))
+        }
+    }
 }
 
 /// The entry of fact `f` (a row `[rel, values..]`) under pattern `p`, if it matches.
@@ -104,116 +143,154 @@ fn compact<D: Ord>(updates: &mut Vec<(D, Inner, Mult)>, frontier: AntichainRef<I
 }
 
 /// The index entries `(key, free values)` of every fact of `facts` under every pattern
-/// of `patterns` (pattern ids, negated ones with [`NEG`]) on the fact's relation.
+/// in use of `patterns` on the fact's relation, and (second) the substitutions past
+/// the first atom of the direct rules (see [`records`]): two outputs of one operator,
+/// so that neither is copied or split after it.
+#[allow(clippy::type_complexity)]
 pub(crate) fn pattern_entries<'s, R: Row>(
     facts: VecCollection<'s, Inner, R, Mult>,
-    patterns: VecCollection<'s, Inner, u32, Mult>,
+    patterns: VecCollection<'s, Inner, Use, Mult>,
     tables: Rc<Tables>,
     buckets: u32,
-) -> VecCollection<'s, Inner, (R, R), Mult> {
+) -> (
+    VecCollection<'s, Inner, (R, R), Mult>,
+    VecCollection<'s, Inner, (R, Sub<R>), Mult>,
+) {
+    let mut builder = OperatorBuilder::new("PatternEntries".to_owned(), facts.inner.scope());
+    let mut facts_in = builder.new_input(facts.inner, Pipeline);
     // Every worker needs every pattern: its facts are a slice of all of them.
-    let patterns = patterns.inner.broadcast();
-    let stream = facts.inner.binary_frontier(
-        patterns,
-        Pipeline,
-        Pipeline,
-        "PatternEntries",
-        move |_capability, _info| {
-            let mut relations: Vec<Relation<R>> = Vec::new();
-            // Facts received but not yet matched, and capabilities for their times.
-            let mut pending: Vec<(R, Inner, Mult)> = Vec::new();
-            let mut held = CapabilitySet::new();
-            move |(facts_in, facts_frontier), (patterns_in, patterns_frontier), output| {
-                // New patterns meet the facts received before this activation.
-                patterns_in.for_each(|cap, data| {
-                    let mut session = output.session(&cap);
-                    for (p, t, d) in data.drain(..) {
-                        let spec = tables.pattern(p & !NEG);
-                        let relation = relation(&mut relations, spec.rel);
-                        // A projection gives many facts the same entry (`T(x, _, _)`: one
-                        // per subject): add those up before they are sent.
-                        let projects = spec.cols.iter().any(|c| matches!(c, ColSpec::Wild));
-                        let mut sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
-                        for (f, tf, df) in &relation.facts {
-                            if let Some(e) = entry(p, &spec, f, buckets) {
-                                if projects {
-                                    *sums.entry((e, t.join(tf))).or_insert(0) += d * df;
-                                } else {
-                                    session.give((e, t.join(tf), d * df));
+    let mut patterns_in = builder.new_input(patterns.inner.broadcast(), Pipeline);
+    let (entries_out, entries) = builder.new_output::<Vec<((R, R), Inner, Mult)>>();
+    let (direct_out, direct) = builder.new_output::<Vec<((R, Sub<R>), Inner, Mult)>>();
+    let mut entries_out: OutputBuilder<_, CapacityContainerBuilder<_>> =
+        OutputBuilder::from(entries_out);
+    let mut direct_out: OutputBuilder<_, CapacityContainerBuilder<_>> =
+        OutputBuilder::from(direct_out);
+    builder.build(move |_capabilities| {
+        let mut relations: Vec<Relation<R>> = Vec::new();
+        // Facts received but not yet matched, and capabilities for their times (one
+        // set per output).
+        let mut pending: Vec<(R, Inner, Mult)> = Vec::new();
+        let mut held = [CapabilitySet::new(), CapabilitySet::new()];
+        move |frontiers| {
+            let (facts_frontier, patterns_frontier) = (&frontiers[0], &frontiers[1]);
+            let mut entries_out = entries_out.activate();
+            let mut direct_out = direct_out.activate();
+            // New patterns meet the facts received before this activation.
+            patterns_in.for_each(|cap, data| {
+                let mut entries = entries_out.session(&cap);
+                let mut direct = direct_out.session(&cap);
+                for (p, t, d) in data.drain(..) {
+                    let spec = tables.pattern(p.0 & !NEG);
+                    let relation = relation(&mut relations, spec.rel);
+                    // A projection gives many facts the same record (`T(x, _, _)`: one
+                    // per subject): add those up before they are sent.
+                    let projects = spec.cols.iter().any(|c| matches!(c, ColSpec::Wild));
+                    let mut entry_sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
+                    let mut direct_sums: FxHashMap<((R, Sub<R>), Inner), Mult> =
+                        FxHashMap::default();
+                    for (f, tf, df) in &relation.facts {
+                        let (time, diff) = (t.join(tf), d * df);
+                        match records(p, &spec, f, buckets, &tables) {
+                            Records::None => {}
+                            Records::Entry(k, v) if projects => {
+                                *entry_sums.entry(((k, v), time)).or_insert(0) += diff;
+                            }
+                            Records::Entry(k, v) => entries.give(((k, v), time, diff)),
+                            Records::Direct(out) if projects => {
+                                for r in out {
+                                    *direct_sums.entry((r, time)).or_insert(0) += diff;
                                 }
                             }
-                        }
-                        for ((e, te), de) in sums {
-                            if de != 0 {
-                                session.give((e, te, de));
+                            Records::Direct(out) => {
+                                direct.give_iterator(out.map(|r| (r, time, diff)));
                             }
                         }
-                        relation.patterns.push((p, t, d));
-                        relation.specs.push(spec);
                     }
-                });
-                // New facts wait until no more updates can come at their time (each
-                // (fact, pattern) pair is then met once, see the module docs), and go
-                // out a time at a time, under one capability each.
-                facts_in.for_each(|cap, data| {
-                    for c in cap.retain_stamp(0).iter() {
+                    for ((e, te), de) in entry_sums {
+                        if de != 0 {
+                            entries.give((e, te, de));
+                        }
+                    }
+                    for ((e, te), de) in direct_sums {
+                        if de != 0 {
+                            direct.give((e, te, de));
+                        }
+                    }
+                    relation.patterns.push((p, t, d));
+                    relation.specs.push(spec);
+                }
+            });
+            // New facts wait until no more updates can come at their time (each
+            // (fact, pattern) pair is then met once, see the module docs), and go
+            // out a time at a time, under one capability each.
+            facts_in.for_each(|cap, data| {
+                for (port, held) in held.iter_mut().enumerate() {
+                    for c in cap.retain_stamp(port).iter() {
                         held.insert(c.clone());
                     }
-                    pending.append(data);
+                }
+                pending.append(data);
+            });
+            let facts_frontier = facts_frontier.frontier();
+            if !held[0].is_empty() {
+                let mut ready = Vec::new();
+                pending.retain(|u| {
+                    let keep = facts_frontier.less_equal(&u.1);
+                    if !keep {
+                        ready.push(*u);
+                    }
+                    keep
                 });
-                let facts_frontier = facts_frontier.frontier();
-                if !held.is_empty() {
-                    let mut ready = Vec::new();
-                    pending.retain(|u| {
-                        let keep = facts_frontier.less_equal(&u.1);
-                        if !keep {
-                            ready.push(*u);
-                        }
-                        keep
-                    });
-                    by_time(&mut ready);
-                    // Ready facts meet every pattern received so far.
-                    for same in ready.chunk_by(|a, b| a.1 == b.1) {
-                        let cap = held.delayed(&same[0].1);
-                        let mut session = output.session(&cap);
-                        for &(f, t, d) in same {
-                            let relation = relation(&mut relations, f.as_ref()[0]);
-                            for ((p, tp, dp), spec) in relation.patterns.iter().zip(&relation.specs)
-                            {
-                                if let Some(e) = entry(*p, spec, &f, buckets) {
-                                    session.give((e, t.join(tp), d * dp));
+                by_time(&mut ready);
+                // Ready facts meet every pattern received so far.
+                for same in ready.chunk_by(|a, b| a.1 == b.1) {
+                    let caps = [held[0].delayed(&same[0].1), held[1].delayed(&same[0].1)];
+                    let mut entries = entries_out.session(&caps[0]);
+                    let mut direct = direct_out.session(&caps[1]);
+                    for &(f, t, d) in same {
+                        let relation = relation(&mut relations, f.as_ref()[0]);
+                        for ((p, tp, dp), spec) in relation.patterns.iter().zip(&relation.specs) {
+                            let (time, diff) = (t.join(tp), d * dp);
+                            match records(*p, spec, &f, buckets, &tables) {
+                                Records::None => {}
+                                Records::Entry(k, v) => entries.give(((k, v), time, diff)),
+                                Records::Direct(out) => {
+                                    direct.give_iterator(out.map(|r| (r, time, diff)));
                                 }
                             }
-                            relation.facts.push((f, t, d));
                         }
+                        relation.facts.push((f, t, d));
                     }
-                    hold_only(&mut held, pending.iter().map(|u| u.1));
                 }
-                // The facts' history is only met by future patterns, the patterns' by
-                // future facts: each compacts to its partner's frontier. With no future
-                // patterns at all, the history is not needed any more.
-                let patterns_frontier = patterns_frontier.frontier();
-                for relation in &mut relations {
-                    if patterns_frontier.is_empty() {
-                        relation.facts = Vec::new();
-                    } else if relation.facts.len() > 2 * relation.facts_compacted + 1024 {
-                        compact(&mut relation.facts, patterns_frontier);
-                        relation.facts_compacted = relation.facts.len();
-                    }
-                    if relation.patterns.len() > 2 * relation.patterns_compacted + 16 {
-                        compact(&mut relation.patterns, facts_frontier);
-                        relation.specs = relation
-                            .patterns
-                            .iter()
-                            .map(|(p, _, _)| tables.pattern(p & !NEG))
-                            .collect();
-                        relation.patterns_compacted = relation.patterns.len();
-                    }
+                for held in &mut held {
+                    hold_only(held, pending.iter().map(|u| u.1));
                 }
             }
-        },
-    );
-    VecCollection::new(stream)
+            // The facts' history is only met by future patterns, the patterns' by
+            // future facts: each compacts to its partner's frontier. With no future
+            // patterns at all, the history is not needed any more.
+            let patterns_frontier = patterns_frontier.frontier();
+            for relation in &mut relations {
+                if patterns_frontier.is_empty() {
+                    relation.facts = Vec::new();
+                } else if relation.facts.len() > 2 * relation.facts_compacted + 1024 {
+                    compact(&mut relation.facts, patterns_frontier);
+                    relation.facts_compacted = relation.facts.len();
+                }
+                if relation.patterns.len() > 2 * relation.patterns_compacted + 16 {
+                    compact(&mut relation.patterns, facts_frontier);
+                    relation.specs = relation
+                        .patterns
+                        .iter()
+                        .map(|(p, _, _)| tables.pattern(p.0 & !NEG))
+                        .collect();
+                    relation.patterns_compacted = relation.patterns.len();
+                }
+            }
+        }
+    });
+    (VecCollection::new(entries), VecCollection::new(direct))
 }
 
 #[cfg(test)]
