@@ -4,10 +4,13 @@
 //! A recursive rule derives most of its facts many times in one round (transitive
 //! closure on RMAT-1k: 4.7M derivations of 262k facts): through every intermediate
 //! node, from every rule with the same head. This operator adds them up per (fact,
-//! time) in a hash table on the worker that derived them, and sends on one record per
-//! distinct (fact, time) with the summed multiplicity (none when they cancel) once the
-//! input frontier has passed the time: the `distinct` (module `distinct`), on the
-//! fact's worker, receives one update instead of every derivation.
+//! time) in a hash table on the fact's worker (the heads are sent there first, placed
+//! as the `distinct` places them), and sends on one record per distinct (fact, time)
+//! with the summed multiplicity (none when they cancel) once the input frontier has
+//! passed the time: the `distinct` (module `distinct`) receives one update instead of
+//! every derivation. (Adding up on the worker that derived them sent the `distinct` one
+//! update per fact from each worker that derived it: tc on 1,000 nodes × 4,000 random
+//! edges with 2 workers took 14% longer, for 6% less peak memory.)
 
 use super::dataflow::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;

@@ -401,8 +401,13 @@ pub(crate) fn build<R: Row>(
             }
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
 
-            let derived =
-                consolidate_heads(differential_dataflow::collection::concatenate(inner, heads));
+            let heads = differential_dataflow::collection::concatenate(inner, heads);
+            let heads = VecCollection::new(
+                heads
+                    .inner
+                    .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
+            );
+            let derived = consolidate_heads(heads);
             // distinct, with the facts placed by bucket (`fact_route`), not by hash.
             let result = distinct(base.concat(derived), move |f: &R| fact_route(f, buckets));
             variable.set(result.clone());

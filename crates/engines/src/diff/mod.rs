@@ -104,8 +104,8 @@
 //!   the narrowest record of the circuit, which is also its most numerous).
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
 //!   with several derivations survives the loss of one of them). The heads of a round
-//!   are first added up per (fact, round) in a hash table on the worker that derived
-//!   them (module `consolidate`): a recursive rule derives most facts many times per
+//!   are first added up per (fact, round) in a hash table on the fact's worker
+//!   (module `consolidate`): a recursive rule derives most facts many times per
 //!   round. The `distinct` itself (module `distinct`) is not differential's (two
 //!   arrangements and a `reduce`, general over any lattice of times) but an operator
 //!   for the loop's times, whose epochs come one after another and whose rounds are
