@@ -287,7 +287,13 @@ pub(crate) fn build<R: Row>(
         let mut arrangements: Vec<Rc<[usize]>> = Vec::new();
 
         let result = scope.iterative::<u32, _, _>(|inner| {
-            let base = base.enter(inner);
+            // Base facts and heads go to their fact's worker (`fact_route`), where the
+            // `distinct` keeps them.
+            let base = VecCollection::new(
+                base.inner
+                    .exchange(move |u: &(R, u32, Mult)| fact_route(&u.0, buckets)),
+            )
+            .enter(inner);
             // Rules of level k start at round k << LEVEL_SHIFT: every lower level has
             // reached its fixpoint by then (stratified evaluation inside one loop).
             let seeds = rules.enter_at(inner, |&(level, _)| level << LEVEL_SHIFT);
@@ -408,8 +414,8 @@ pub(crate) fn build<R: Row>(
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
             let derived = consolidate_heads(heads);
-            // distinct, with the facts placed by bucket (`fact_route`), not by hash.
-            let result = distinct(base.concat(derived), move |f: &R| fact_route(f, buckets));
+            // distinct, on the facts' workers (placed by `fact_route` above).
+            let result = distinct(base.concat(derived));
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {
