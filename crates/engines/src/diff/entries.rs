@@ -1,5 +1,7 @@
 //! The index entries of the circuit: for every fact and every binding pattern in use on
-//! its relation, the fact's entry under the pattern (`PatternSpec::entry`).
+//! its relation, the fact's entry under the pattern (`PatternSpec::entry`). A second
+//! output carries what the direct rules make of the facts matching their first atom
+//! (`CompiledRule::direct`): the patterns in use are (pattern, rule) pairs for those.
 //!
 //! This is the join `facts ⋈ patterns` on the relation, written as one operator that
 //! knows the join's shape: the patterns are few and change only with the rules, the
@@ -10,7 +12,7 @@
 //! against its relation's facts only. No arrangement of the facts by relation is built
 //! and no candidate pair crosses an exchange; the output is a collection like any
 //! join's, each record at the join of its two times with the product of their
-//! multiplicities.
+//! multiplicities (on either output).
 //!
 //! Correctness is the usual one of a symmetric join: in each activation the new
 //! patterns meet the facts matched before (not the pending ones), then the facts whose
