@@ -55,20 +55,27 @@ fn memory() -> String {
     format!("RSS {}, peak {}", field("VmRSS:"), field("VmHWM:"))
 }
 
+/// The number after `flag` in `args`, 1 without it.
+fn count_flag(args: &[String], flag: &str) -> usize {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
 fn main() {
     let _ = dynalog_engines::tune_allocator();
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
-        eprintln!("usage: diff_bench PROGRAM FACTS RELATION WORKERS LOAD_PERCENT [--rule TEXT]");
+        eprintln!(
+            "usage: diff_bench PROGRAM FACTS RELATION WORKERS LOAD_PERCENT [--repeat N] \
+             [--rule TEXT] [--idle-merge N|none] [--singles N]"
+        );
         std::process::exit(2);
     }
     let text = std::fs::read_to_string(&args[1]).expect("program");
-    let repeat: usize = args
-        .iter()
-        .position(|a| a == "--repeat")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let repeat = count_flag(&args, "--repeat");
     let idle_merge = match args.iter().position(|a| a == "--idle-merge") {
         Some(i) => match args.get(i + 1).map(String::as_str) {
             Some("none") => None,
@@ -155,12 +162,7 @@ fn main() {
             std::process::exit(1);
         }
     }
-    let singles: usize = args
-        .iter()
-        .position(|a| a == "--singles")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let singles = count_flag(&args, "--singles");
     let rest = &lines[cut.min(lines.len())..];
     if !rest.is_empty() {
         // One new fact and its deletion (the fixed cost of a commit plus its effects),
