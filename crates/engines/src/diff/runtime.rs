@@ -443,6 +443,9 @@ struct Setup {
     local: usize,
 }
 
+/// How long a worker waits after a commit before it merges in the background.
+const IDLE_GRACE: Duration = Duration::from_millis(2);
+
 thread_local! {
     /// Whether the worker on this thread is between commits (see
     /// [`configure_idle_merging`]).
@@ -459,9 +462,6 @@ thread_local! {
 /// merging it paused: merging between back-to-back commits would compete with the
 /// caller's thread for the cores (2 workers on 2 cores: a 4 ms scheduler tick before
 /// the caller saw its reply).
-/// How long a worker waits after a commit before it merges in the background.
-const IDLE_GRACE: Duration = Duration::from_millis(2);
-
 fn configure_idle_merging(config: &mut timely::WorkerConfig, effort: Option<isize>) {
     let Some(effort) = effort else {
         return;
