@@ -209,7 +209,24 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
 
-    let mut measurements = Vec::new();
+    // The results as they stand: written after every measurement (without plots), so
+    // that a long run that is interrupted keeps what it measured.
+    let mut results = Results {
+        date: now_utc(),
+        command: command_line(),
+        machine: machine(),
+        workers: args.workers,
+        repeat: plan.repeat,
+        singles: plan.singles,
+        timeout_s: plan.timeout,
+        memory_limit_mb: args.memory_limit,
+        workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
+        engines: plan.engines.clone(),
+        updates: plan.updates.clone(),
+        souffle: souffle.as_ref().map(|p| p.display().to_string()),
+        planned: tasks.len() * plan.repeat,
+        measurements: Vec::new(),
+    };
     let mut prepared: Vec<(&str, u32)> = Vec::new();
     for (w, engine, mode, keep) in &tasks {
         if !prepared.contains(&(w.name, *keep)) {
@@ -258,38 +275,40 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 let finished = child::run(cmd, limits)?;
                 measurement(&task, rep, finished)
             };
-            if matches!(m.status, Status::Mismatch | Status::Fail) {
-                bar.println(format!(
-                    "{} {} {} {}%: {} {}",
-                    m.workload,
-                    m.engine,
-                    m.mode.name(),
-                    m.update_percent,
-                    m.status.label(),
-                    m.error.as_deref().unwrap_or("")
-                ));
+            let failed = matches!(m.status, Status::Mismatch | Status::Fail);
+            let line = format!(
+                "{} {} {}{}: {}{}",
+                m.workload,
+                m.engine,
+                m.mode.name(),
+                if m.mode == Mode::Update {
+                    format!(" {}%", m.update_percent)
+                } else {
+                    String::new()
+                },
+                m.status.label(),
+                match (&m.error, failed) {
+                    (Some(e), true) => format!(" {e}"),
+                    _ => format!(" ({:.2} s, {:.0} MB)", m.wall_s, m.peak_rss_mb),
+                }
+            );
+            if bar.is_hidden() {
+                // No terminal to draw the bar on (a log file): one line per measurement.
+                eprintln!(
+                    "[{}/{}] {line}",
+                    results.measurements.len() + 1,
+                    results.planned
+                );
+            } else if failed {
+                bar.println(line);
             }
-            measurements.push(m);
+            results.measurements.push(m);
+            write_partial(&results, &args.out)?;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
 
-    let results = Results {
-        date: now_utc(),
-        command: command_line(),
-        machine: machine(),
-        workers: args.workers,
-        repeat: plan.repeat,
-        singles: plan.singles,
-        timeout_s: plan.timeout,
-        memory_limit_mb: args.memory_limit,
-        workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
-        engines: plan.engines.clone(),
-        updates: plan.updates.clone(),
-        souffle: souffle.map(|p| p.display().to_string()),
-        measurements,
-    };
     write_outputs(&results, &args.out)?;
     let failures = results.failures();
     if failures.is_empty() {
@@ -301,6 +320,20 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.out.join("results.md").display()
         ))
     }
+}
+
+/// Write `results.json` and `results.md` (no plots, nothing on standard output) while
+/// the run goes on.
+fn write_partial(results: &Results, out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
+    let write = |name: &str, text: &str| {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("error: cannot write `{}`: {e}", p.display()))
+    };
+    write("results.md", &results.markdown())?;
+    let json = serde_json::to_string_pretty(results).map_err(|e| format!("error: {e}"))?;
+    write("results.json", &json)
 }
 
 fn write_outputs(results: &Results, out: &Path) -> Result<(), String> {

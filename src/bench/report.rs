@@ -85,6 +85,10 @@ pub struct Results {
     pub engines: Vec<String>,
     pub updates: Vec<u32>,
     pub souffle: Option<String>,
+    /// How many measurements the run planned; fewer in `measurements` means the run
+    /// was still going (or was interrupted) when these results were written.
+    #[serde(default)]
+    pub planned: usize,
     pub measurements: Vec<Measurement>,
 }
 
@@ -271,6 +275,14 @@ impl Results {
             self.memory_limit_mb,
             self.souffle.as_deref().unwrap_or("not installed")
         );
+        if self.measurements.len() < self.planned {
+            let _ = writeln!(
+                s,
+                "**Partial results**: {} of {} measurements; the run was still going, or was interrupted, when this was written.\n",
+                self.measurements.len(),
+                self.planned
+            );
+        }
 
         let _ = writeln!(
             s,
@@ -424,8 +436,28 @@ mod tests {
             engines: vec!["seminaive".into(), "diff".into(), "souffle".into()],
             updates: vec![10],
             souffle: None,
+            planned: measurements.len(),
             measurements,
         }
+    }
+
+    #[test]
+    fn results_written_during_a_run_say_they_are_partial() {
+        let mut r = results(vec![measurement("seminaive", Status::Ok, 0.3, 0)]);
+        assert!(!r.markdown().contains("Partial results"));
+        r.planned = 4;
+        assert!(
+            r.markdown()
+                .contains("**Partial results**: 1 of 4 measurements"),
+            "{}",
+            r.markdown()
+        );
+        // Results written before the field existed read as complete.
+        let mut json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        json.as_object_mut().unwrap().remove("planned");
+        let old: Results = serde_json::from_value(json).unwrap();
+        assert_eq!(old.planned, 0);
+        assert!(!old.markdown().contains("Partial results"));
     }
 
     #[test]
