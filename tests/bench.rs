@@ -92,6 +92,57 @@ fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
     }
 }
 
+/// The differential engine's round trip (the study's E, E+, E− protocol) on the project's
+/// own RMAT-1k with tc and LUBM(1) with RhoDF, with 2 workers: after E− every relation
+/// holds exactly the facts it held after E, and so after the single facts and the rule
+/// pair. Also: results written while the run went on end complete.
+#[test]
+fn diff_round_trips_exactly_on_rmat1k_and_lubm1() {
+    let (o, out) = bench(&[
+        "--workloads",
+        "tc-rmat1k,rhodf-lubm1",
+        "--engines",
+        "diff",
+        "--updates",
+        "50,1",
+        "--repeat",
+        "1",
+        "--singles",
+        "3",
+        "-w",
+        "2",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // stderr is no terminal here: one line per measurement instead of a bar.
+    assert!(
+        stderr.contains("[1/10] tc-rmat1k diff update 50%: ok"),
+        "{stderr}"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let ms = json["measurements"].as_array().unwrap();
+    // 2 workloads x (2 update sizes + full + single + rules).
+    assert_eq!(ms.len(), 10);
+    assert_eq!(json["planned"], 10);
+    for m in ms {
+        assert_eq!(m["status"], "ok", "{m}");
+        let r = &m["report"];
+        match m["mode"].as_str().unwrap() {
+            "update" => {
+                assert_eq!(r["round_trip_ok"], true, "{m}");
+                assert_eq!(r["facts_eminus"], r["facts_e"], "{m}");
+                assert!(r["facts_eplus"].as_u64() > r["facts_e"].as_u64(), "{m}");
+            }
+            "single" | "rules" => assert_eq!(r["round_trip_ok"], true, "{m}"),
+            _ => {}
+        }
+    }
+    let md = std::fs::read_to_string(out.path().join("results.md")).unwrap();
+    assert!(!md.contains("Partial results"), "{md}");
+}
+
 #[test]
 fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
     let (o, out) = bench(&[
