@@ -36,6 +36,11 @@ pub struct BenchArgs {
     /// Update sizes x in percent [default: 50,25,10,1].
     #[arg(long, value_delimiter = ',')]
     pub updates: Vec<u32>,
+    /// Measurements, comma-separated: `update` (E, E+, E− at each x), `full` (the peak
+    /// memory of a full materialization), `single` (single-fact updates), `rules` (a rule
+    /// added and removed) [default: all four].
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
     /// Repetitions of every measurement, each in a fresh process [default: 3].
     #[arg(long)]
     pub repeat: Option<usize>,
@@ -72,6 +77,7 @@ struct Plan {
     workloads: Vec<Workload>,
     engines: Vec<String>,
     updates: Vec<u32>,
+    modes: Vec<Mode>,
     repeat: usize,
     singles: usize,
     timeout: f64,
@@ -131,6 +137,21 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
             "error: an update size must be 1..=99 (percent), got {u}"
         ));
     }
+    let modes = if args.modes.is_empty() {
+        vec![Mode::Update, Mode::Full, Mode::Single, Mode::Rules]
+    } else {
+        args.modes
+            .iter()
+            .map(|m| {
+                Mode::parse(m.trim()).ok_or_else(|| {
+                    format!(
+                        "error: unknown measurement `{}` (available: update, full, single, rules)",
+                        m.trim()
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 });
     let singles = args.singles.unwrap_or(if args.quick { 20 } else { 100 });
     let timeout = args
@@ -157,10 +178,39 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
         workloads,
         engines,
         updates,
+        modes,
         repeat,
         singles,
         timeout,
     })
+}
+
+/// Every measurement of a run: (workload, engine, mode, percent loaded first), in order.
+fn tasks(plan: &Plan) -> Vec<(Workload, String, Mode, u32)> {
+    let mut tasks: Vec<(Workload, String, Mode, u32)> = Vec::new();
+    for w in &plan.workloads {
+        for e in &plan.engines {
+            let wanted = |m: Mode| plan.modes.contains(&m);
+            if wanted(Mode::Update) {
+                for &u in &plan.updates {
+                    tasks.push((*w, e.clone(), Mode::Update, 100 - u));
+                }
+            }
+            if wanted(Mode::Full) {
+                tasks.push((*w, e.clone(), Mode::Full, 100));
+            }
+            // Soufflé re-runs: it has no single-fact or rule-change measurement.
+            if e != "souffle" {
+                if wanted(Mode::Single) {
+                    tasks.push((*w, e.clone(), Mode::Single, 99));
+                }
+                if wanted(Mode::Rules) {
+                    tasks.push((*w, e.clone(), Mode::Rules, 100));
+                }
+            }
+        }
+    }
+    tasks
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
@@ -186,20 +236,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         memory: args.memory_limit.saturating_mul(1 << 20),
     };
 
-    // Every (workload, engine, mode, keep), in order.
-    let mut tasks: Vec<(Workload, String, Mode, u32)> = Vec::new();
-    for w in &plan.workloads {
-        for e in &plan.engines {
-            for &u in &plan.updates {
-                tasks.push((*w, e.clone(), Mode::Update, 100 - u));
-            }
-            tasks.push((*w, e.clone(), Mode::Full, 100));
-            if e != "souffle" {
-                tasks.push((*w, e.clone(), Mode::Single, 99));
-                tasks.push((*w, e.clone(), Mode::Rules, 100));
-            }
-        }
-    }
+    let tasks = tasks(&plan);
     let bar = ProgressBar::with_draw_target(
         Some((tasks.len() * plan.repeat) as u64),
         ProgressDrawTarget::stderr(),
@@ -579,6 +616,30 @@ mod tests {
     }
 
     #[test]
+    fn modes_choose_the_measurements() {
+        let p = plan(&parse(&[
+            "--workloads",
+            "tc-tiny",
+            "--engines",
+            "diff,souffle",
+        ]))
+        .unwrap();
+        let modes = |p: &Plan| tasks(p).iter().map(|t| t.2.name()).collect::<Vec<_>>();
+        // Every mode by default, 4 update sizes; Soufflé has no single or rules.
+        assert_eq!(modes(&p).len(), 7 + 5);
+        let p = plan(&parse(&[
+            "--workloads",
+            "tc-tiny",
+            "--engines",
+            "diff,souffle",
+            "--modes",
+            "full, rules",
+        ]))
+        .unwrap();
+        assert_eq!(modes(&p), ["full", "rules", "full"]);
+    }
+
+    #[test]
     fn bad_arguments_are_errors() {
         for bad in [
             &["--engines", "nope"][..],
@@ -588,6 +649,7 @@ mod tests {
             &["--repeat", "0"],
             &["--timeout", "0"],
             &["-w", "0"],
+            &["--modes", "full,nope"],
         ] {
             let e = plan(&parse(bad)).unwrap_err();
             assert!(e.starts_with("error: "), "{bad:?}: {e}");

@@ -296,6 +296,10 @@ impl Results {
         for w in &self.workloads {
             for &u in &self.updates {
                 for e in &self.engines {
+                    // Not measured (not chosen with `--modes`, or not yet).
+                    if self.select(w, e, Mode::Update, u).is_empty() {
+                        continue;
+                    }
                     let f = |g: &dyn Fn(&Report) -> Option<f64>| {
                         self.figure(w, e, Mode::Update, u, |m| r(m).and_then(|r| g(&r)))
                     };
@@ -357,6 +361,11 @@ impl Results {
         let med = |v: &[f64]| summarize(v).map(|s| s.median);
         for w in &self.workloads {
             for e in &self.engines {
+                if self.select(w, e, Mode::Single, 0).is_empty()
+                    && self.select(w, e, Mode::Rules, 0).is_empty()
+                {
+                    continue;
+                }
                 let f = |mode, g: &dyn Fn(&Report) -> Option<f64>| {
                     self.figure(w, e, mode, 0, |m| r(m).and_then(|r| g(&r)))
                 };
