@@ -88,10 +88,18 @@ fn records<R: Row>(
     buckets: u32,
     tables: &Tables,
 ) -> Records<R> {
-    match entry(p, spec, f, buckets) {
+    if rule == INDEX {
+        return match entry(p, spec, f, buckets) {
+            None => Records::None,
+            Some((key, val)) => Records::Entry(key, val),
+        };
+    }
+    // A direct rule reads only the free values: no key, so no bucket to compute.
+    let mut key = R::default();
+    let mut val = R::default();
+    match spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut()) {
         None => Records::None,
-        Some((key, val)) if rule == INDEX => Records::Entry(key, val),
-        Some((_, val)) => {
+        Some(_) => {
             Records::Direct(tables.with_rule(rule, |r| first_step(r, rule, val.as_ref(), buckets)))
         }
     }
