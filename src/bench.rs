@@ -66,6 +66,10 @@ pub struct BenchArgs {
     /// Cache of generated data and splits.
     #[arg(long, default_value = "target/bench-data")]
     pub data_dir: PathBuf,
+    /// Measure nothing: read the results.json of an earlier (or interrupted) run and
+    /// write its tables and plots into `--out`.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    pub report: Option<PathBuf>,
     /// Internal: run one measurement (MODE:WORKLOAD:ENGINE:KEEP) and print its JSON line.
     #[arg(long, hide = true)]
     pub worker: Option<String>,
@@ -221,6 +225,17 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         let line = serde_json::to_string(&report).map_err(|e| format!("error: {e}"))?;
         println!("{line}");
         return Ok(());
+    }
+    if let Some(path) = &args.report {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
+        let results: Results = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "error: `{}` is not the results.json of a bench run: {e}",
+                path.display()
+            )
+        })?;
+        return write_outputs(&results, &args.out);
     }
     let plan = plan(&args)?;
     let souffle = plan

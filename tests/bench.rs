@@ -141,6 +141,32 @@ fn diff_round_trips_exactly_on_rmat1k_and_lubm1() {
     }
     let md = std::fs::read_to_string(out.path().join("results.md")).unwrap();
     assert!(!md.contains("Partial results"), "{md}");
+
+    // The tables and plots again, from the JSON alone.
+    let again = tempfile::tempdir().unwrap();
+    let json_path = out.path().join("results.json");
+    let o = dynalog(&[
+        "bench",
+        "--report",
+        json_path.to_str().unwrap(),
+        "--out",
+        again.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(again.path().join("results.md")).unwrap(),
+        md
+    );
+    assert!(again.path().join("time-tc-rmat1k.svg").exists());
+    // Not a results file: a clear error.
+    let md_path = out.path().join("results.md");
+    let o = dynalog(&["bench", "--report", md_path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("is not the results.json of a bench run"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -187,6 +213,10 @@ fn bad_arguments_are_clear_errors() {
             "error: an update size must be 1..=99",
         ),
         (&["bench", "--worker", "garbage"], "error: --worker expects"),
+        (
+            &["bench", "--report", "/nonexistent/results.json"],
+            "error: cannot read `/nonexistent/results.json`",
+        ),
     ] {
         let o = dynalog(args);
         let stderr = String::from_utf8_lossy(&o.stderr);
