@@ -169,6 +169,36 @@ fn diff_round_trips_exactly_on_rmat1k_and_lubm1() {
     );
 }
 
+/// `--modes full`: the memory table and its plot, no time plot and no update rows.
+#[test]
+fn modes_restrict_the_measurements_tables_and_plots() {
+    let (o, out) = bench(&[
+        "--workloads",
+        "tc-tiny",
+        "--engines",
+        "seminaive,diff",
+        "--modes",
+        "full",
+        "--repeat",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let ms = json["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 2);
+    assert!(
+        ms.iter()
+            .all(|m| m["mode"] == "full" && m["status"] == "ok")
+    );
+    assert!(!stdout.contains("| tc-tiny | 10% |"), "{stdout}");
+    assert!(stdout.contains("| tc-tiny | 3713 |"), "{stdout}");
+    assert!(out.path().join("memory.svg").exists());
+    assert!(!out.path().join("time-tc-tiny.svg").exists());
+}
+
 #[test]
 fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
     let (o, out) = bench(&[

@@ -197,6 +197,14 @@ pub fn memory(results: &Results, path: &Path) -> Result<(), String> {
 pub fn all(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for w in &results.workloads {
+        // Nothing to draw (`--modes` without `update`, or a partial run).
+        if !results
+            .measurements
+            .iter()
+            .any(|m| &m.workload == w && m.mode == super::worker::Mode::Update)
+        {
+            continue;
+        }
         let p = dir.join(format!("time-{w}.svg"));
         times(results, w, &p)?;
         files.push(p);
