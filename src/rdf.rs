@@ -59,7 +59,8 @@ pub struct MaterializeArgs {
     /// Skip malformed lines (counted on stderr) instead of failing.
     #[arg(long)]
     pub lenient: bool,
-    /// Evaluation engine.
+    /// Evaluation engine; the default is the fastest and smallest for one evaluation
+    /// (`session` and `serve`, where changes follow, default to `diff`).
     #[arg(long, default_value = "seminaive", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
     pub engine: String,
     /// Worker threads (used by engines that run in parallel).

@@ -24,7 +24,8 @@ pub struct RunArgs {
     /// Worker threads (used by engines that run in parallel).
     #[arg(short = 'w', long = "workers", default_value_t = 1)]
     pub workers: usize,
-    /// Evaluation engine.
+    /// Evaluation engine; the default is the fastest and smallest for one evaluation
+    /// (`session` and `serve`, where changes follow, default to `diff`).
     #[arg(long, default_value = "seminaive", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
     pub engine: String,
     /// Print load time, evaluation time per stratum, fact counts and peak memory to stderr.
