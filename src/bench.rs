@@ -374,30 +374,31 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
 }
 
-/// Write `results.json` and `results.md` (no plots, nothing on standard output) while
-/// the run goes on.
-fn write_partial(results: &Results, out: &Path) -> Result<(), String> {
+/// Write `markdown` as `results.md` and the results as `results.json` into `out`.
+fn write_files(results: &Results, out: &Path, markdown: &str) -> Result<(), String> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
     let write = |name: &str, text: &str| {
         let p = out.join(name);
         std::fs::write(&p, text).map_err(|e| format!("error: cannot write `{}`: {e}", p.display()))
     };
-    write("results.md", &results.markdown())?;
+    write("results.md", markdown)?;
     let json = serde_json::to_string_pretty(results).map_err(|e| format!("error: {e}"))?;
     write("results.json", &json)
 }
 
+/// Write `results.json` and `results.md` (no plots, nothing on standard output) while
+/// the run goes on.
+fn write_partial(results: &Results, out: &Path) -> Result<(), String> {
+    write_files(results, out, &results.markdown())
+}
+
+/// The final outputs: the tables on standard output, and the files with the plots.
 fn write_outputs(results: &Results, out: &Path) -> Result<(), String> {
-    let markdown = results.markdown();
-    println!("{markdown}");
+    let mut md = results.markdown();
+    println!("{md}");
     std::fs::create_dir_all(out)
         .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
-    let write = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("error: cannot write `{}`: {e}", p.display()))
-    };
-    let mut md = markdown;
     match plot::all(results, out) {
         Ok(files) => {
             md.push_str("\n## Plots\n\n");
@@ -409,9 +410,7 @@ fn write_outputs(results: &Results, out: &Path) -> Result<(), String> {
         }
         Err(e) => eprintln!("warning: no plots: {e}"),
     }
-    write("results.md", &md)?;
-    let json = serde_json::to_string_pretty(results).map_err(|e| format!("error: {e}"))?;
-    write("results.json", &json)?;
+    write_files(results, out, &md)?;
     eprintln!("results in {}", out.display());
     Ok(())
 }

@@ -14,6 +14,11 @@ fn statuses(json: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `results.json` a run wrote into `out`.
+fn results_json(out: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
 /// Run `dynalog bench ARGS` with fresh output and data folders; returns the process
 /// output and the output folder.
 fn bench(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
@@ -62,9 +67,7 @@ fn quick_run_produces_tables_json_and_plots_and_every_check_passes() {
     assert!(!stdout.contains("MISMATCH"));
     let md = std::fs::read_to_string(out.path().join("results.md")).unwrap();
     assert!(md.contains("![memory.svg](memory.svg)"), "{md}");
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
-            .unwrap();
+    let json = results_json(out.path());
     let st = statuses(&json);
     // 2 workloads x 2 engines x (2 update sizes + full + single + rules).
     assert_eq!(st.len(), 20);
@@ -119,9 +122,7 @@ fn diff_round_trips_exactly_on_rmat1k_and_lubm1() {
         stderr.contains("[1/10] tc-rmat1k diff update 50%: ok"),
         "{stderr}"
     );
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
-            .unwrap();
+    let json = results_json(out.path());
     let ms = json["measurements"].as_array().unwrap();
     // 2 workloads x (2 update sizes + full + single + rules).
     assert_eq!(ms.len(), 10);
@@ -184,9 +185,7 @@ fn modes_restrict_the_measurements_tables_and_plots() {
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
-            .unwrap();
+    let json = results_json(out.path());
     let ms = json["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 2);
     assert!(
@@ -219,9 +218,7 @@ fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
         stdout.contains("| tc-rand1k | 10% | seminaive | OOT | OOT | OOT |"),
         "{stdout}"
     );
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
-            .unwrap();
+    let json = results_json(out.path());
     let st = statuses(&json);
     assert_eq!(st.len(), 4);
     assert!(st.iter().all(|s| s == "OOT"), "{st:?}");
