@@ -142,15 +142,17 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
         ));
     }
     let modes = if args.modes.is_empty() {
-        vec![Mode::Update, Mode::Full, Mode::Single, Mode::Rules]
+        Mode::ALL.to_vec()
     } else {
         args.modes
             .iter()
             .map(|m| {
                 Mode::parse(m.trim()).ok_or_else(|| {
+                    let names: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
                     format!(
-                        "error: unknown measurement `{}` (available: update, full, single, rules)",
-                        m.trim()
+                        "error: unknown measurement `{}` (available: {})",
+                        m.trim(),
+                        names.join(", ")
                     )
                 })
             })

@@ -32,10 +32,11 @@ impl Mode {
         }
     }
 
+    /// Every mode, in the order a run measures them.
+    pub const ALL: [Mode; 4] = [Mode::Update, Mode::Full, Mode::Single, Mode::Rules];
+
     pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Update, Mode::Full, Mode::Single, Mode::Rules]
-            .into_iter()
-            .find(|m| m.name() == s)
+        Mode::ALL.into_iter().find(|m| m.name() == s)
     }
 }
 
