@@ -402,6 +402,7 @@ fn write_outputs(results: &Results, out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
     match plot::all(results, out) {
+        Ok(files) if files.is_empty() => {}
         Ok(files) => {
             md.push_str("\n## Plots\n\n");
             for f in files {

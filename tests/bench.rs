@@ -222,6 +222,11 @@ fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
     let st = statuses(&json);
     assert_eq!(st.len(), 4);
     assert!(st.iter().all(|s| s == "OOT"), "{st:?}");
+    // Nothing finished, so there is nothing to plot.
+    assert!(!out.path().join("time-tc-rand1k.svg").exists());
+    assert!(!out.path().join("memory.svg").exists());
+    let md = std::fs::read_to_string(out.path().join("results.md")).unwrap();
+    assert!(!md.contains("## Plots"), "{md}");
 }
 
 #[test]

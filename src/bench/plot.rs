@@ -1,7 +1,7 @@
 //! SVG plots of a run: E+ and E− per engine over the update sizes (log scale), one
 //! file per workload, and the peak memory of a full materialization as bars.
 
-use super::report::Results;
+use super::report::{Results, Status};
 use super::worker::Mode;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -195,22 +195,27 @@ pub fn memory(results: &Results, path: &Path) -> Result<(), String> {
 
 /// Every plot of a run into `dir`; returns the files written.
 pub fn all(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
-    for w in &results.workloads {
-        // Nothing to draw (`--modes` without `update`, or a partial run).
-        if !results
+    // A plot draws medians of finished measurements; with none (`--modes` without its
+    // mode, a partial run, or every process OOT/OOM) there is nothing to draw.
+    let finished = |w: Option<&str>, mode: Mode| {
+        results
             .measurements
             .iter()
-            .any(|m| &m.workload == w && m.mode == super::worker::Mode::Update)
-        {
+            .any(|m| w.is_none_or(|w| m.workload == w) && m.mode == mode && m.status == Status::Ok)
+    };
+    let mut files = Vec::new();
+    for w in &results.workloads {
+        if !finished(Some(w), Mode::Update) {
             continue;
         }
         let p = dir.join(format!("time-{w}.svg"));
         times(results, w, &p)?;
         files.push(p);
     }
-    let p = dir.join("memory.svg");
-    memory(results, &p)?;
-    files.push(p);
+    if finished(None, Mode::Full) {
+        let p = dir.join("memory.svg");
+        memory(results, &p)?;
+        files.push(p);
+    }
     Ok(files)
 }

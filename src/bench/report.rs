@@ -149,6 +149,9 @@ pub fn cell(s: Option<Summary>) -> String {
     }
 }
 
+/// What a section of the report says when the run measured none of its figures.
+const NOT_MEASURED: &str = "Not measured in this run (see `--modes`).";
+
 impl Results {
     fn select(&self, workload: &str, engine: &str, mode: Mode, update: u32) -> Vec<&Measurement> {
         self.measurements
@@ -231,8 +234,9 @@ impl Results {
             .collect()
     }
 
-    /// A table with one row per workload and one column per engine: `lead` names the
-    /// first columns (the workload, and one more filled by `extra` when there are two).
+    /// A table of the full materializations, one row per workload that has one and one
+    /// column per engine: `lead` names the first columns (the workload, and one more
+    /// filled by `extra` when there are two).
     fn per_engine_table(
         &self,
         s: &mut String,
@@ -248,6 +252,14 @@ impl Results {
         let _ = write!(s, "\n|{}", "---|".repeat(lead.len() + self.engines.len()));
         let _ = writeln!(s);
         for w in &self.workloads {
+            // A workload with no full materialization in this run has no row.
+            if self
+                .engines
+                .iter()
+                .all(|e| self.select(w, e, Mode::Full, 0).is_empty())
+            {
+                continue;
+            }
             let _ = write!(s, "| {w} |");
             if lead.len() > 1 {
                 let _ = write!(s, " {} |", extra(w));
@@ -257,6 +269,42 @@ impl Results {
             }
             let _ = writeln!(s);
         }
+    }
+
+    /// The peak memory and the time of the full materializations, a row per workload
+    /// that has one.
+    fn full_tables(&self, s: &mut String) {
+        let r = |m: &Measurement| m.report.clone();
+        self.per_engine_table(
+            s,
+            &["workload", "facts"],
+            "MB",
+            |w| {
+                self.engines
+                    .iter()
+                    .find_map(|e| {
+                        self.median(w, e, Mode::Full, 0, |m| r(m).map(|r| r.facts_e as f64))
+                    })
+                    .map_or("—".into(), num)
+            },
+            |w, e| self.figure(w, e, Mode::Full, 0, |m| Some(m.peak_rss_mb)),
+        );
+        let _ = writeln!(
+            s,
+            "\nThe time of that full materialization (E of 100%, s):\n"
+        );
+        self.per_engine_table(
+            s,
+            &["workload"],
+            "s",
+            |_| String::new(),
+            |w, e| self.figure(w, e, Mode::Full, 0, |m| r(m).map(|r| r.e_s)),
+        );
+    }
+
+    /// Whether any measurement of these modes is in the results.
+    fn measured(&self, modes: &[Mode]) -> bool {
+        self.measurements.iter().any(|m| modes.contains(&m.mode))
     }
 
     /// The markdown report.
@@ -288,11 +336,15 @@ impl Results {
             s,
             "## E, E+ and E− in seconds (Tables 3 and 4)\n\nE: load the first (100 − x)% of the input lines and materialize; E+: insert the rest; E−: delete it again; round trip: the state after E− equals the state after E, fact for fact.\n"
         );
-        let _ = writeln!(
-            s,
-            "| workload | update x | engine | E (s) | E+ (s) | E− (s) | facts after E | after E+ | peak RSS (MB) | round trip |"
-        );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+        if self.measured(&[Mode::Update]) {
+            let _ = writeln!(
+                s,
+                "| workload | update x | engine | E (s) | E+ (s) | E− (s) | facts after E | after E+ | peak RSS (MB) | round trip |"
+            );
+            let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+        } else {
+            let _ = writeln!(s, "{NOT_MEASURED}");
+        }
         for w in &self.workloads {
             for &u in &self.updates {
                 for e in &self.engines {
@@ -322,42 +374,26 @@ impl Results {
             s,
             "\n## Peak memory of a full materialization in MB (Table 5)\n\nPeak resident set size of the whole process (loading included), from the OS.\n"
         );
-        self.per_engine_table(
-            &mut s,
-            &["workload", "facts"],
-            "MB",
-            |w| {
-                self.engines
-                    .iter()
-                    .find_map(|e| {
-                        self.median(w, e, Mode::Full, 0, |m| r(m).map(|r| r.facts_e as f64))
-                    })
-                    .map_or("—".into(), num)
-            },
-            |w, e| self.figure(w, e, Mode::Full, 0, |m| Some(m.peak_rss_mb)),
-        );
-        let _ = writeln!(
-            s,
-            "\nThe time of that full materialization (E of 100%, s):\n"
-        );
-        self.per_engine_table(
-            &mut s,
-            &["workload"],
-            "s",
-            |_| String::new(),
-            |w, e| self.figure(w, e, Mode::Full, 0, |m| r(m).map(|r| r.e_s)),
-        );
+        if self.measured(&[Mode::Full]) {
+            self.full_tables(&mut s);
+        } else {
+            let _ = writeln!(s, "{NOT_MEASURED}");
+        }
 
         let _ = writeln!(
             s,
             "\n## Single-fact updates and a rule change\n\nOne fact of the last 1% inserted and committed, then deleted and committed, {} times on the first 99% (median per run, in ms); one rule added to the full materialization and removed again (s), resident memory after each.\n",
             self.singles
         );
-        let _ = writeln!(
-            s,
-            "| workload | engine | one fact + (ms) | one fact − (ms) | round trip | add rule (s) | facts with rule | RSS with rule (MB) | remove rule (s) | RSS after (MB) | round trip |"
-        );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+        if self.measured(&[Mode::Single, Mode::Rules]) {
+            let _ = writeln!(
+                s,
+                "| workload | engine | one fact + (ms) | one fact − (ms) | round trip | add rule (s) | facts with rule | RSS with rule (MB) | remove rule (s) | RSS after (MB) | round trip |"
+            );
+            let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+        } else {
+            let _ = writeln!(s, "{NOT_MEASURED}");
+        }
         let med = |v: &[f64]| summarize(v).map(|s| s.median);
         for w in &self.workloads {
             for e in &self.engines {
@@ -470,6 +506,28 @@ mod tests {
     }
 
     #[test]
+    fn sections_without_measurements_say_so_instead_of_an_empty_table() {
+        // Only E/E+/E−: no table of full materializations, singles or rules.
+        let mut r = results(vec![measurement("seminaive", Status::Ok, 0.3, 0)]);
+        let md = r.markdown();
+        assert!(md.contains("| tc-tiny | 10% | seminaive |"), "{md}");
+        assert_eq!(md.matches(NOT_MEASURED).count(), 2, "{md}");
+        assert!(!md.contains("| workload | facts |"), "{md}");
+        assert!(!md.contains("| workload | engine | one fact"), "{md}");
+        // Only full materializations, of one of two workloads: no E table, one row.
+        let mut full = measurement("seminaive", Status::Ok, 0.3, 0);
+        full.mode = Mode::Full;
+        full.update_percent = 0;
+        r.measurements = vec![full];
+        r.workloads.push("tc-rand1k".into());
+        let md = r.markdown();
+        assert!(!md.contains("| workload | update x |"), "{md}");
+        assert_eq!(md.matches(NOT_MEASURED).count(), 2, "{md}");
+        assert!(md.contains("| tc-tiny | 1234 | 20.0 |"), "{md}");
+        assert!(!md.contains("| tc-rand1k |"), "{md}");
+    }
+
+    #[test]
     fn medians_and_ranges() {
         let s = summarize(&[3.0, 1.0, 2.0]).unwrap();
         assert_eq!((s.median, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
@@ -493,6 +551,11 @@ mod tests {
                 status: Status::NotInstalled,
                 ..measurement("souffle", Status::NotInstalled, 0.0, 0)
             },
+            Measurement {
+                mode: Mode::Full,
+                update_percent: 0,
+                ..measurement("diff", Status::Ok, 0.4, 0)
+            },
         ])
         .markdown();
         assert!(
@@ -508,6 +571,7 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| workload | facts | seminaive (MB) | diff (MB) | souffle (MB) |"));
+        assert!(md.contains("| tc-tiny | 1234 | — | 20.0 | — |"), "{md}");
         assert!(!md.contains("## Failures"));
     }
 
