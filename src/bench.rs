@@ -180,15 +180,28 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
     if args.memory_limit == 0 {
         return Err("error: --memory-limit must be at least 1 (MB)".into());
     }
+    // A name listed twice is measured once (twice would only add repetitions, and
+    // the tables would show the same row twice).
     Ok(Plan {
-        workloads,
-        engines,
-        updates,
-        modes,
+        workloads: first_of_each(workloads),
+        engines: first_of_each(engines),
+        updates: first_of_each(updates),
+        modes: first_of_each(modes),
         repeat,
         singles,
         timeout,
     })
+}
+
+/// The items in their order, each kept where it first appears.
+fn first_of_each<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::with_capacity(items.len());
+    for item in items {
+        if !kept.contains(&item) {
+            kept.push(item);
+        }
+    }
+    kept
 }
 
 /// Every measurement of a run: (workload, engine, mode, percent loaded first), in order.
@@ -616,6 +629,28 @@ mod tests {
         Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
             .unwrap()
             .args
+    }
+
+    #[test]
+    fn names_listed_twice_are_measured_once() {
+        let p = plan(&parse(&[
+            "--workloads",
+            "tc-tiny,tc-rand1k,tc-tiny",
+            "--engines",
+            "diff,seminaive,diff",
+            "--updates",
+            "1,10,1",
+            "--modes",
+            "full,update,full",
+        ]))
+        .unwrap();
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name).collect();
+        assert_eq!(names, vec!["tc-tiny", "tc-rand1k"]);
+        assert_eq!(p.engines, vec!["diff", "seminaive"]);
+        assert_eq!(p.updates, vec![1, 10]);
+        assert_eq!(p.modes, vec![Mode::Full, Mode::Update]);
+        // 2 workloads × 2 engines × (2 update sizes + 1 full materialization).
+        assert_eq!(tasks(&p).len(), 12);
     }
 
     #[test]

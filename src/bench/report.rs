@@ -382,8 +382,11 @@ impl Results {
 
         let _ = writeln!(
             s,
-            "\n## Single-fact updates and a rule change\n\nOne fact of the last 1% inserted and committed, then deleted and committed, {} times on the first 99% (median per run, in ms); one rule added to the full materialization and removed again (s), resident memory after each.\n",
-            self.singles
+            "\n## Single-fact updates and a rule change\n\nOne fact of the last 1% inserted and committed, then deleted and committed, {} on the first 99% (median per run, in ms); one rule added to the full materialization and removed again (s), resident memory after each.\n",
+            match self.singles {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            }
         );
         if self.measured(&[Mode::Single, Mode::Rules]) {
             let _ = writeln!(
@@ -525,6 +528,9 @@ mod tests {
         assert_eq!(md.matches(NOT_MEASURED).count(), 2, "{md}");
         assert!(md.contains("| tc-tiny | 1234 | 20.0 |"), "{md}");
         assert!(!md.contains("| tc-rand1k |"), "{md}");
+        assert!(md.contains("deleted and committed, 100 times on"), "{md}");
+        r.singles = 1;
+        assert!(r.markdown().contains("deleted and committed, once on"));
     }
 
     #[test]
