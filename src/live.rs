@@ -127,6 +127,8 @@ pub struct Materialization {
     commits: u64,
     /// RDF files loaded so far, numbered for their blank nodes.
     rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
+    /// Where `load`/`unload` commands may read files.
+    load_policy: LoadPolicy,
 }
 
 impl Materialization {
@@ -178,6 +180,7 @@ impl Materialization {
             staged: Vec::new(),
             commits: 0,
             rdf_files: Default::default(),
+            load_policy: LoadPolicy::default(),
         })
     }
 
@@ -213,10 +216,32 @@ impl Materialization {
         path: &Path,
         insert: bool,
     ) -> Result<usize, Error> {
+        self.stage_file_as(relation, path, insert, None)
+    }
+
+    /// [`Materialization::stage_file`]; with `shown`, errors name the file as `shown`
+    /// and never quote its contents (see [`redacted`]).
+    fn stage_file_as(
+        &mut self,
+        relation: &str,
+        path: &Path,
+        insert: bool,
+        shown: Option<&str>,
+    ) -> Result<usize, Error> {
         let rel = self.relation_id(relation)?;
-        let located = |d: Diagnostic| match d.line {
-            0 => Error::msg(d.message),
-            _ => Error::msg(format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message)),
+        let names: Vec<String> = match shown {
+            Some(_) => self
+                .program()
+                .relations
+                .iter()
+                .map(|r| r.name.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let located = |d: Diagnostic| match shown {
+            Some(name) => redacted(name, &d, |w| names.iter().any(|n| n == w)),
+            None if d.line == 0 => Error::msg(d.message),
+            None => Error::msg(format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message)),
         };
         if dynalog_io::rdf::RdfFormat::from_path(path).is_some() {
             let batches = self.read_rdf(rel, path).map_err(located)?;
@@ -295,6 +320,13 @@ impl Materialization {
         Ok(load?.batches)
     }
 
+    /// Choose where the `load`/`unload` commands of
+    /// [`Materialization::stage_command`] may read files (by default, under the
+    /// directory given to it).
+    pub fn set_load_policy(&mut self, policy: LoadPolicy) {
+        self.load_policy = policy;
+    }
+
     /// The program as of the last commit.
     pub fn program(&self) -> &Program {
         self.engine.program()
@@ -308,6 +340,11 @@ impl Materialization {
     /// The engine's name.
     pub fn engine_name(&self) -> &'static str {
         self.engine.name()
+    }
+
+    /// Identifies this materialization (TEMPORARY until durability lands).
+    pub fn instance_id(&self) -> &str {
+        "00000000000000000000000000000000"
     }
 
     /// Number of commits made so far.
@@ -446,8 +483,10 @@ impl Materialization {
     }
 
     /// Stage one change written as a command line of `dynalog session`: `+ FACT.`,
-    /// `- FACT.`, `+ RULE.`, `- RULE.`, `load REL FILE`, `unload REL FILE` (a relative
-    /// FILE is looked up in `dir` first, then in the working directory). Returns
+    /// `- FACT.`, `+ RULE.`, `- RULE.`, `load REL FILE`, `unload REL FILE` (FILE is a
+    /// regular file under `dir`, or under the directories of
+    /// [`Materialization::set_load_policy`]; see [`resolve_load`]; errors about its
+    /// lines never quote them). Returns
     /// `Ok(false)` if the line is not such a command; error positions are columns of
     /// `line`. A refused line stages nothing.
     pub fn stage_command(&mut self, line: &str, dir: &Path) -> Result<bool, Error> {
@@ -482,8 +521,14 @@ impl Materialization {
             "load" | "unload" => {
                 let (rel, file) = split2(rest)
                     .ok_or_else(|| Error::msg(format!("usage: {word} RELATION FILE")))?;
-                let path = resolve(dir, file);
-                self.stage_file(rel, &path, word == "load")?;
+                let path = match &self.load_policy {
+                    LoadPolicy::FactDir => resolve_load(&[dir], file),
+                    LoadPolicy::Dirs(dirs) => {
+                        resolve_load(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>(), file)
+                    }
+                    LoadPolicy::Deny => resolve_load(&[], file),
+                }?;
+                self.stage_file_as(rel, &path, word == "load", Some(file))?;
             }
             _ => return Ok(false),
         }
@@ -731,18 +776,106 @@ fn split2(rest: &str) -> Option<(&str, &str)> {
     (!file.is_empty()).then(|| (&rest[..i], file))
 }
 
-/// A file named in a command: relative to `dir` if it exists there, else to the
-/// working directory.
-fn resolve(dir: &Path, file: &str) -> std::path::PathBuf {
-    let p = Path::new(file);
-    if p.is_absolute() {
-        return p.to_path_buf();
+/// Where the `load`/`unload` commands of [`Materialization::stage_command`] may read
+/// files. Commands come from clients that may not be trusted (over HTTP, anyone who can
+/// reach the port), so a file is only read when it is a regular file under an allowed
+/// directory; [`Materialization::stage_file`], called by the embedding program, reads
+/// any path it is given.
+#[derive(Clone, Debug, Default)]
+pub enum LoadPolicy {
+    /// Files under the directory passed to `stage_command` (the fact directory of
+    /// `dynalog session`/`serve`).
+    #[default]
+    FactDir,
+    /// Files under these directories only.
+    Dirs(Vec<std::path::PathBuf>),
+    /// No `load`/`unload` at all.
+    Deny,
+}
+
+/// A file named in a `load`/`unload` command, resolved under the allowed directories.
+///
+/// The name must be relative and must not contain `..`; it is joined to each allowed
+/// directory in turn and canonicalised (symbolic links followed), and accepted only when
+/// the result still lies under that directory (canonicalised too) and is a regular file —
+/// not a directory, device, FIFO or socket, whose reading could block the engine or never
+/// end. The refusal does not say whether a path outside the allowed directories exists.
+/// (A file swapped for another between this check and the read needs write access to
+/// the allowed directory, which clients do not have.)
+pub fn resolve_load(roots: &[&Path], file: &str) -> Result<std::path::PathBuf, Error> {
+    use std::path::Component;
+    if roots.is_empty() {
+        return Err(Error::msg(
+            "loading files is disabled on this server (start it with `--allow-load DIR`)",
+        ));
     }
-    let in_dir = dir.join(p);
-    if in_dir.exists() {
-        in_dir
-    } else {
-        p.to_path_buf()
+    let p = Path::new(file);
+    if file.contains('\0') {
+        return Err(Error::msg("a file name cannot contain a NUL character"));
+    }
+    if p.is_absolute() || p.has_root() {
+        return Err(Error::msg(format!(
+            "cannot load `{file}`: absolute paths are not allowed; name a file relative to the load directory"
+        )));
+    }
+    if p.components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(Error::msg(format!(
+            "cannot load `{file}`: `..` is not allowed; name a file under the load directory"
+        )));
+    }
+    for root in roots {
+        let Ok(root) = root.canonicalize() else {
+            continue;
+        };
+        let Ok(found) = root.join(p).canonicalize() else {
+            continue;
+        };
+        if !found.starts_with(&root) {
+            continue;
+        }
+        match std::fs::metadata(&found) {
+            Ok(m) if m.is_file() => return Ok(found),
+            Ok(_) => {
+                return Err(Error::msg(format!(
+                    "cannot load `{file}`: not a regular file"
+                )));
+            }
+            Err(_) => continue,
+        }
+    }
+    Err(Error::msg(format!(
+        "cannot load `{file}`: no such file under the load director{}",
+        if roots.len() == 1 { "y" } else { "ies" }
+    )))
+}
+
+/// An error of a file read by `load`/`unload`, without the file's contents: the file
+/// as the command named it, the line and column, and the reason with any quoted value
+/// left out (errors go back to clients, and a file's text is not theirs to see).
+fn redacted(name: &str, d: &Diagnostic, is_name: impl Fn(&str) -> bool) -> Error {
+    // Reasons quote the offending text in backticks (`abc` is not a number); relation
+    // names are quoted the same way, so keep a quoted word only if `is_name` says so.
+    let mut reason = String::with_capacity(d.message.len());
+    let mut parts = d.message.split('`');
+    if let Some(first) = parts.next() {
+        reason.push_str(first);
+    }
+    let mut quoted = true;
+    for part in parts {
+        if quoted {
+            reason.push('`');
+            reason.push_str(if is_name(part) { part } else { "…" });
+            reason.push('`');
+        } else {
+            reason.push_str(part);
+        }
+        quoted = !quoted;
+    }
+    match d.line {
+        0 => Error::msg(format!("`{name}`: {reason}")),
+        _ => Error::msg(format!("{name}:{}:{}: {reason}", d.line, d.col)),
     }
 }
 
@@ -878,6 +1011,88 @@ mod tests {
         assert_eq!(shown, ["path(2, 1).", "path(2, 2).", "path(2, 3)."]);
         assert!(m.query("nosuch(x)").is_err());
         assert!(m.query("path(x, y) :- edge(x, y)").is_err());
+    }
+
+    #[test]
+    fn loads_read_only_regular_files_under_the_allowed_directory() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path().join("facts");
+        std::fs::create_dir(&root).expect("mkdir");
+        std::fs::create_dir(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join("sub/e.facts"), "1\t2\n").expect("write");
+        std::fs::write(dir.path().join("secret.facts"), "7\t8\n").expect("write");
+        std::os::unix::fs::symlink(dir.path().join("secret.facts"), root.join("out.facts"))
+            .expect("symlink");
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.facts")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("sub/e.facts"), root.join("in.facts"))
+            .expect("symlink");
+        let fifo = std::ffi::CString::new(root.join("pipe.facts").as_os_str().as_encoded_bytes())
+            .expect("no NUL");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let roots = [root.as_path()];
+
+        let ok = resolve_load(&roots, "sub/e.facts").expect("a file under the root");
+        assert!(ok.ends_with("sub/e.facts"));
+        assert!(resolve_load(&roots, "./sub/e.facts").is_ok());
+        assert!(
+            resolve_load(&roots, "in.facts").is_ok(),
+            "a link inside the root"
+        );
+
+        let refused = |name: &str| resolve_load(&roots, name).expect_err(name).message;
+        assert!(refused("/etc/passwd").contains("absolute paths are not allowed"));
+        assert!(refused("../secret.facts").contains("`..` is not allowed"));
+        assert!(refused("sub/../../secret.facts").contains("`..` is not allowed"));
+        assert!(refused("pipe.facts").contains("not a regular file"));
+        assert!(refused("sub").contains("not a regular file"));
+        // Out of the root, and nonexistent: the same answer, so nothing leaks about
+        // which paths exist outside.
+        let missing = refused("missing.facts");
+        assert!(missing.contains("no such file under the load directory"));
+        assert_eq!(refused("out.facts").replace("out", "missing"), missing);
+        assert_eq!(refused("zero.facts").replace("zero", "missing"), missing);
+        assert!(
+            resolve_load(&[], "sub/e.facts").is_err(),
+            "no directory, no loads"
+        );
+    }
+
+    #[test]
+    fn load_commands_follow_the_policy_and_never_quote_the_file() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::write(dir.path().join("good.facts"), "1\t2\n2\t3\n").expect("write");
+        std::fs::write(dir.path().join("bad.facts"), "1\t2\nhunter2\t3\n").expect("write");
+        let mut m = tc("seminaive");
+        let e = m
+            .stage_command("load edge bad.facts", dir.path())
+            .expect_err("a bad line");
+        assert!(!e.message.contains("hunter2"), "{e}");
+        assert!(
+            e.message.starts_with("bad.facts:2:1: column 1 of `edge`"),
+            "{e}"
+        );
+        assert!(!m.has_staged());
+        assert!(
+            m.stage_command("load edge good.facts", dir.path())
+                .expect("loads")
+        );
+        m.abort();
+        m.set_load_policy(LoadPolicy::Deny);
+        let e = m
+            .stage_command("load edge good.facts", dir.path())
+            .expect_err("loads are off");
+        assert!(e.message.contains("disabled"), "{e}");
+        let other = tempfile::tempdir().expect("a temporary directory");
+        m.set_load_policy(LoadPolicy::Dirs(vec![other.path().to_path_buf()]));
+        assert!(m.stage_command("load edge good.facts", dir.path()).is_err());
+        std::fs::copy(dir.path().join("good.facts"), other.path().join("g.facts")).expect("copy");
+        assert!(
+            m.stage_command("load edge g.facts", dir.path())
+                .expect("loads")
+        );
+        m.commit().expect("commits");
+        assert!(m.contains_fact("edge(2, 3)").expect("a fact"));
     }
 
     #[test]

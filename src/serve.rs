@@ -1,29 +1,44 @@
-//! `dynalog serve PROGRAM.dl [-F FACT_DIR] [-w N] [--engine NAME] [--listen ADDR]`
+//! `dynalog serve PROGRAM.dl [-F FACT_DIR] [-w N] [--engine NAME] [--listen ADDR] [--token FILE]`
 //!
-//! The live materialization of `dynalog session` behind HTTP/JSON (axum on tokio).
+//! The live materialization of `dynalog session` behind HTTP/JSON (axum on hyper and
+//! tokio), built to be exposed to clients that are not trusted.
 //!
 //! * `POST /transactions`: the body is command lines of a session (`+ FACT.`, `- FACT.`,
 //!   `+ RULE.`, `- RULE.`, `load REL FILE`, `unload REL FILE`); one request is one
 //!   transaction. Answers the commit: its number, counts and the changes of the
 //!   `.output` relations (of all relations if the program declares none); or 400 with
 //!   the line and the reason, and nothing of the request applied.
-//! * `GET /relations/{name}?pattern=path(1,x)&limit=N`: facts, sorted;
-//!   `GET /relations/{name}/size`; `GET /rules`.
-//! * `GET /changes?since=N`: the committed changes from transaction N on;
-//!   with `follow=true`, a stream of newline-delimited JSON, one line per commit, that
-//!   stays open and continues as transactions commit.
+//! * `GET /relations/{name}?pattern=path(1,x)&offset=K&limit=N`: facts, sorted, one page
+//!   at a time; `GET /relations/{name}/size`; `GET /rules`.
+//! * `GET /changes?since=N&offset=K&limit=L`: the logged changes from transaction N on,
+//!   one page of at most L changes; with `follow=true`, a stream of newline-delimited
+//!   JSON, one line per commit, that stays open and continues as transactions commit.
 //! * `GET /health`, `GET /metrics`.
 //!
 //! One thread owns the engine and applies transactions one at a time, in arrival order.
 //! After each commit it publishes the changes into a read view (a set of facts per
 //! relation, copied on write), so readers are answered from the last committed state
 //! while the next transaction is being applied, and never see half of one. The read
-//! view and the change log are kept in memory besides the engine's own state.
+//! view and the change log are kept in memory besides the engine's own state; the log
+//! keeps the last commits only ([`ChangeLog`]).
+//!
+//! What keeps the server safe to expose (the threat model is in the README):
+//! * [`guard`]: a bearer token (`--token FILE`, required for a non-loopback address), the
+//!   `Host` header (DNS rebinding) and the `Origin` header (cross-site requests) checked
+//!   on every request;
+//! * bounded everything: connections (`--max-connections`), the time to send request
+//!   headers and bodies, body size, queued transactions, page sizes, the change log's
+//!   retention; per-transaction limits come from the engine (`LiveArgs`);
+//! * `load`/`unload` read only regular files under the allowed directories
+//!   ([`dynalog::live::resolve_load`]);
+//! * SIGINT/SIGTERM stop accepting, end the change streams, let running requests finish
+//!   within `--shutdown-grace` seconds and then stop the engine.
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
@@ -31,10 +46,20 @@ use dynalog::live::{Commit, Materialization, quote};
 use dynalog_analysis::{SymbolTable, Type, Value};
 use dynalog_engines::Change;
 use serde_json::{Value as Json, json};
-use std::collections::HashSet;
-use std::net::SocketAddr;
+use std::collections::{HashSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock, mpsc};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Facts per page of `/relations` when the request names no `limit`.
+pub const DEFAULT_PAGE: usize = 1000;
+/// The largest `limit` of `/relations` and `/changes`.
+pub const MAX_PAGE: usize = 100_000;
+/// Changes per page of `/changes` when the request names no `limit`.
+pub const DEFAULT_CHANGES_PAGE: usize = 10_000;
+/// Changes serialised at a time into a `/changes?follow=true` stream.
+const STREAM_CHUNK: usize = 1000;
 
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
@@ -44,10 +69,47 @@ pub struct ServeArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
-    /// Address to listen on (only this address is bound; port 0 picks a free port,
-    /// printed at startup).
+    /// Address to listen on, `HOST:PORT` (only this address is bound; port 0 picks a
+    /// free port, printed at startup). A non-loopback address needs `--token`.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    pub listen: String,
+    /// File holding the bearer token every request but `/health` must present
+    /// (`Authorization: Bearer TOKEN`). Required when listening on a non-loopback address.
+    #[arg(long, value_name = "FILE")]
+    pub token: Option<PathBuf>,
+    /// A host name clients may use in the `Host` header besides `localhost` and IP
+    /// addresses (repeatable); other names are refused (DNS rebinding).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
+    /// An origin (`https://app.example.org`) whose pages may call this server from a
+    /// browser (repeatable); requests from other origins are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Connections served at once; further clients wait to be accepted.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections: usize,
+    /// Seconds a client has to send a request's headers (also how long an idle
+    /// keep-alive connection stays open).
+    #[arg(long, default_value_t = 10.0)]
+    pub header_timeout: f64,
+    /// Seconds a client has to send a request's body.
+    #[arg(long, default_value_t = 30.0)]
+    pub body_timeout: f64,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    pub max_request_bytes: usize,
+    /// Transactions waiting for the engine at most; further POSTs get 503.
+    #[arg(long, default_value_t = 64)]
+    pub max_queued: usize,
+    /// Commits the change log keeps for `/changes` (older ones answer 410 Gone).
+    #[arg(long, default_value_t = 10_000)]
+    pub log_commits: usize,
+    /// Megabytes the change log keeps at most (roughly; older commits are dropped).
+    #[arg(long, default_value_t = 256)]
+    pub log_mb: usize,
+    /// Seconds running requests get to finish after SIGINT/SIGTERM.
+    #[arg(long, default_value_t = 10.0)]
+    pub shutdown_grace: f64,
 }
 
 /// One relation in the read view.
@@ -65,23 +127,99 @@ struct View {
     relations: Vec<RelView>,
     symbols: Arc<SymbolTable>,
     rules: Arc<Vec<String>>,
-    commits: u64,
+    /// The number of the last commit.
+    commit: u64,
     last_commit_ms: f64,
 }
 
 /// One committed transaction in the change log (changes of the shown relations).
 struct Logged {
     commit: u64,
-    changes: Vec<Change>,
+    changes: Arc<Vec<Change>>,
+}
+
+/// The last commits' changes, for `/changes`: at most `max_commits` commits and about
+/// `max_bytes` bytes; older commits are dropped and asking for them answers 410 Gone.
+pub struct ChangeLog {
+    entries: VecDeque<(Logged, usize)>,
+    bytes: usize,
+    /// Every commit before this one is gone (or was never logged, before a restart).
+    first_kept: u64,
+    max_commits: usize,
+    max_bytes: usize,
+}
+
+impl ChangeLog {
+    fn new(first: u64, max_commits: usize, max_bytes: usize) -> ChangeLog {
+        ChangeLog {
+            entries: VecDeque::new(),
+            bytes: 0,
+            first_kept: first,
+            max_commits: max_commits.max(1),
+            max_bytes,
+        }
+    }
+
+    /// Log a commit and drop the oldest until the log fits (the newest always stays).
+    fn push(&mut self, commit: u64, changes: Vec<Change>) {
+        let size = changes
+            .iter()
+            .map(|c| std::mem::size_of::<Change>() + 4 * c.1.len())
+            .sum::<usize>()
+            + 64;
+        if self.entries.is_empty() {
+            self.first_kept = commit;
+        }
+        self.bytes += size;
+        self.entries.push_back((
+            Logged {
+                commit,
+                changes: Arc::new(changes),
+            },
+            size,
+        ));
+        while self.entries.len() > 1
+            && (self.entries.len() > self.max_commits || self.bytes > self.max_bytes)
+        {
+            if let Some((_, size)) = self.entries.pop_front() {
+                self.bytes -= size;
+            }
+            self.first_kept = self.entries.front().map_or(commit, |e| e.0.commit);
+        }
+    }
+
+    /// The logged commit `n`, if kept.
+    fn get(&self, n: u64) -> Option<&Logged> {
+        let first = self.entries.front()?.0.commit;
+        let i = usize::try_from(n.checked_sub(first)?).ok()?;
+        self.entries.get(i).map(|e| &e.0)
+    }
 }
 
 struct Shared {
     view: RwLock<Arc<View>>,
-    log: RwLock<Vec<Logged>>,
-    /// The number of commits so far; followers wait on it.
+    log: RwLock<ChangeLog>,
+    /// The number of the next commit; followers wait on it.
     committed: tokio::sync::watch::Sender<u64>,
-    jobs: mpsc::Sender<Job>,
+    /// Becomes true when the server stops: streams end.
+    stopping: tokio::sync::watch::Sender<bool>,
+    jobs: mpsc::SyncSender<Job>,
     started: Instant,
+    /// Identifies this materialization: a client that sees it change knows that commit
+    /// numbers started again (a server without `--data-dir` restarted).
+    instance: String,
+    /// Why the engine can no longer commit (a lost cluster peer), once it cannot.
+    failed: RwLock<Option<String>>,
+    access: Access,
+}
+
+/// Who may talk to the server: see [`guard`].
+struct Access {
+    token: Option<Vec<u8>>,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    body_timeout: Duration,
+    max_body: usize,
 }
 
 /// Work for the engine thread.
@@ -95,6 +233,48 @@ enum Job {
     Stop,
 }
 
+/// Resolve `--listen` (`127.0.0.1:8080`, `[::1]:0`, `localhost:8080`) to one address.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|e| format!("error: --listen `{text}` is not an address (HOST:PORT): {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("error: --listen `{text}` resolves to no address"))
+}
+
+/// Read the token file: its first line, which must not be empty.
+fn read_token(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "error: cannot read the token file `{}`: {e}",
+            path.display()
+        )
+    })?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        return Err(format!(
+            "error: the token file `{}` is empty",
+            path.display()
+        ));
+    }
+    if token.len() < 16 {
+        eprintln!(
+            "warning: the token in `{}` is shorter than 16 characters; use a long random one",
+            path.display()
+        );
+    }
+    Ok(token.as_bytes().to_vec())
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("error: --{name} must be a positive number of seconds"))
+}
+
 pub fn serve(args: ServeArgs) -> Result<(), String> {
     let live = args.live.clone();
     if live.cluster.processes > 1 && live.cluster.process > 0 {
@@ -102,10 +282,44 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         live.open_or_follow()?;
         return Ok(());
     }
+    // Everything about the HTTP side is checked before the program is loaded.
+    let addr = listen_address(&args.listen)?;
+    let token = args.token.as_deref().map(read_token).transpose()?;
+    if token.is_none() && !addr.ip().is_loopback() {
+        return Err(format!(
+            "error: --listen {addr} is reachable from other hosts: give a bearer token with --token FILE"
+        ));
+    }
+    let header_timeout = seconds("header-timeout", args.header_timeout)?;
+    let body_timeout = seconds("body-timeout", args.body_timeout)?;
+    let grace = seconds("shutdown-grace", args.shutdown_grace)?;
+    if args.max_connections == 0 || args.max_queued == 0 || args.log_commits == 0 {
+        return Err(
+            "error: --max-connections, --max-queued and --log-commits must be at least 1".into(),
+        );
+    }
+    let access = Access {
+        token,
+        hosts: args
+            .allow_host
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        origins: args
+            .allow_origin
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+            .collect(),
+        body_timeout,
+        max_body: args.max_request_bytes,
+    };
+    let log = ChangeLog::new(0, args.log_commits, args.log_mb.saturating_mul(1 << 20));
+
     // The engine lives on its own thread; it reports whether the program loaded.
-    let (jobs, job_rx) = mpsc::channel::<Job>();
+    let (jobs, job_rx) = mpsc::sync_channel::<Job>(args.max_queued);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Shared>, String>>();
     let (committed, _) = tokio::sync::watch::channel(0u64);
+    let (stopping, _) = tokio::sync::watch::channel(false);
     let fact_dir = live.fact_dir.clone();
     let engine_thread = std::thread::spawn(move || {
         let start = || -> Result<(Materialization, Commit), String> {
@@ -124,36 +338,46 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         };
         let shared = Arc::new(Shared {
             view: RwLock::new(Arc::new(View {
-                relations: m
-                    .program()
-                    .relations
-                    .iter()
-                    .map(|r| RelView {
-                        name: r.name.clone(),
-                        types: r.types.clone(),
-                        output: !r.outputs.is_empty(),
-                        facts: Arc::new(HashSet::new()),
-                    })
-                    .collect(),
+                relations: Vec::new(),
                 symbols: Arc::new(SymbolTable::new()),
                 rules: Arc::new(Vec::new()),
-                commits: 0,
+                commit: 0,
                 last_commit_ms: 0.0,
             })),
-            log: RwLock::new(Vec::new()),
+            log: RwLock::new(log),
             committed,
+            stopping,
             jobs,
             started: Instant::now(),
+            instance: m.instance_id().to_string(),
+            failed: RwLock::new(None),
+            access,
         });
         publish(&shared, &m, &first);
         if ready_tx.send(Ok(shared.clone())).is_err() {
             return;
         }
         while let Ok(Job::Transaction { body, reply }) = job_rx.recv() {
-            let outcome = transaction(&mut m, &fact_dir, &body).map(|c| {
-                publish(&shared, &m, &c);
-                commit_json(&m, &c)
-            });
+            if reply.is_closed() {
+                // The client left (or the server is stopping) before its turn.
+                continue;
+            }
+            if let Some(reason) = failure(&shared) {
+                let _ = reply.send(Err(unavailable(&reason)));
+                continue;
+            }
+            let outcome = match transaction(&mut m, &fact_dir, &body) {
+                Ok(c) => {
+                    publish(&shared, &m, &c);
+                    Ok(commit_json(&shared.instance, &m, &c))
+                }
+                Err(Refusal::Client(status, j)) => Err((status, j)),
+                Err(Refusal::Engine(reason)) => {
+                    *shared.failed.write().unwrap_or_else(|e| e.into_inner()) =
+                        Some(reason.clone());
+                    Err(unavailable(&reason))
+                }
+            };
             let _ = reply.send(outcome);
         }
     });
@@ -172,28 +396,98 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("error: cannot start the HTTP runtime: {e}"))?;
     let stop = shared.jobs.clone();
-    let served = runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|e| format!("error: cannot listen on {}: {e}", args.listen))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("error: cannot read the bound address: {e}"))?;
-        println!("listening on http://{addr}");
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        axum::serve(listener, router(shared))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .map_err(|e| format!("error: the server failed: {e}"))
-    });
+    let limits = Limits {
+        max_connections: args.max_connections,
+        header_timeout,
+        grace,
+    };
+    let served = runtime.block_on(run_http(addr, shared, limits));
     // Stop the engine and wait for it, so that in a cluster the other processes learn
-    // that the dataflow is closed before this process exits.
+    // that the dataflow is closed before this process exits. The engine finishes the
+    // transaction it is applying; the ones still queued are answered by nobody.
     let _ = stop.send(Job::Stop);
     let _ = engine_thread.join();
+    runtime.shutdown_timeout(Duration::from_secs(1));
     served
+}
+
+/// Connection-level bounds of [`run_http`].
+struct Limits {
+    max_connections: usize,
+    header_timeout: Duration,
+    grace: Duration,
+}
+
+/// Accept connections until SIGINT/SIGTERM, at most `max_connections` at once, each
+/// served by hyper with a header-read timeout; then end the streams and give running
+/// requests `grace` to finish.
+async fn run_http(addr: SocketAddr, shared: Arc<Shared>, limits: Limits) -> Result<(), String> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    use tokio::signal::unix::{SignalKind, signal};
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("error: cannot listen on {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("error: cannot read the bound address: {e}"))?;
+    println!("listening on http://{bound}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| format!("error: cannot handle SIGINT: {e}"))?;
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|e| format!("error: cannot handle SIGTERM: {e}"))?;
+    let service = TowerToHyperService::new(router(shared.clone()));
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(64 << 10);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        };
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                // Out of file descriptors and the like: wait a little, go on.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let conn = http.serve_connection(TokioIo::new(stream), service.clone());
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(slot);
+        });
+    }
+    eprintln!("stopping: ending change streams, finishing running requests");
+    shared.stopping.send_replace(true);
+    if tokio::time::timeout(limits.grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "stopping: requests still running after {} s were cut off",
+            limits.grace.as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 fn router(shared: Arc<Shared>) -> Router {
@@ -203,12 +497,107 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/relations/{name}/size", get(get_size))
         .route("/rules", get(get_rules))
         .route("/changes", get(get_changes))
-        .route(
-            "/health",
-            get(|| async { axum::Json(json!({"status": "ok"})) }),
-        )
+        .route("/health", get(get_health))
         .route("/metrics", get(get_metrics))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
+}
+
+/// Whether a `Host` header names this server: an IP address (any port), `localhost`,
+/// or a name given with `--allow-host`. Other names are what a DNS-rebinding page
+/// would send (its own domain, resolving to this machine).
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    // Strip the port: `[::1]:8080`, `127.0.0.1:8080`, `name:8080`.
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((ip, tail)) if tail.is_empty() || tail.starts_with(':') => {
+                return ip.parse::<std::net::Ipv6Addr>().is_ok();
+            }
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            Some(_) => return false,
+            None => host.as_str(),
+        }
+    };
+    name.parse::<IpAddr>().is_ok() || name == "localhost" || allowed.iter().any(|a| a == name)
+}
+
+/// Whether an `Origin` header may call: the page was served by this same host (the
+/// request's `Host`), or its origin was given with `--allow-origin`.
+fn origin_allowed(origin: &str, host: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    let host = host.trim().to_ascii_lowercase();
+    origin == format!("http://{host}")
+        || origin == format!("https://{host}")
+        || allowed.contains(&origin)
+}
+
+/// Compare secrets in time independent of where they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+    }
+    diff == 0
+}
+
+/// Every request passes here first: `Host`, then `Origin`, then the bearer token (all
+/// but `/health`).
+async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let access = &shared.access;
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !host_allowed(host, &access.hosts) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "this server does not answer to that Host name (see --allow-host)",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, host, &access.origins) {
+            return error(
+                StatusCode::FORBIDDEN,
+                "requests from other origins are refused (see --allow-origin)",
+            );
+        }
+    }
+    if let Some(token) = &access.token
+        && req.uri().path() != "/health"
+        && !bearer_matches(headers, token)
+    {
+        let mut r = error(
+            StatusCode::UNAUTHORIZED,
+            "this server needs `Authorization: Bearer TOKEN`",
+        );
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    next.run(req).await
+}
+
+fn bearer_matches(headers: &HeaderMap, token: &[u8]) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same_secret(given.trim().as_bytes(), token))
+}
+
+/// Why a transaction was not committed.
+enum Refusal {
+    /// The request is at fault (a bad line, a refused rule change, a limit): 4xx.
+    Client(StatusCode, Json),
+    /// The engine can no longer commit: the server answers 503 from now on.
+    Engine(String),
 }
 
 /// Stage every line of a request body and commit them as one transaction.
@@ -216,14 +605,14 @@ fn transaction(
     m: &mut Materialization,
     dir: &std::path::Path,
     body: &str,
-) -> Result<Commit, (StatusCode, Json)> {
+) -> Result<Commit, Refusal> {
     let refuse = |m: &mut Materialization, line: Option<usize>, reason: String| {
         m.abort();
         let mut j = json!({"error": reason});
         if let Some(l) = line {
             j["line"] = json!(l);
         }
-        (StatusCode::BAD_REQUEST, j)
+        Refusal::Client(StatusCode::BAD_REQUEST, j)
     };
     for (i, line) in body.lines().enumerate() {
         let t = line.trim();
@@ -234,6 +623,7 @@ fn transaction(
             Ok(true) => {}
             Ok(false) => {
                 let word = t.split_whitespace().next().unwrap_or(t);
+                let word: String = word.chars().take(40).collect();
                 return Err(refuse(
                     m,
                     Some(i + 1),
@@ -246,8 +636,13 @@ fn transaction(
             Err(e) => return Err(refuse(m, Some(i + 1), e.to_string())),
         }
     }
-    m.commit()
-        .map_err(|e| refuse(m, None, format!("commit refused: {}", e.message)))
+    m.commit().map_err(|e| {
+        if e.message.starts_with("the engine failed") {
+            Refusal::Engine(e.message)
+        } else {
+            refuse(m, None, format!("commit refused: {}", e.message))
+        }
+    })
 }
 
 /// Publish a commit into the read view and the change log.
@@ -285,22 +680,24 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
             }
         }
         view.rules = Arc::new(m.rules());
-        view.commits = c.number + 1;
-        view.last_commit_ms = c.elapsed.as_secs_f64() * 1e3;
+        view.commit = c.number;
+        view.last_commit_ms = millis(c.elapsed);
     }
     let shown = m.shown_changes(&c.changes);
     shared
         .log
         .write()
         .unwrap_or_else(|e| e.into_inner())
-        .push(Logged {
-            commit: c.number,
-            changes: shown,
-        });
+        .push(c.number, shown);
     shared.committed.send_replace(c.number + 1);
 }
 
-fn commit_json(m: &Materialization, c: &Commit) -> Json {
+/// Milliseconds with three decimals (no float noise such as `1.4924009999999999`).
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn commit_json(instance: &str, m: &Materialization, c: &Commit) -> Json {
     let changes = m.shown_changes(&c.changes);
     let (ins, del) = Commit::counts(&changes);
     let p = m.program();
@@ -310,10 +707,11 @@ fn commit_json(m: &Materialization, c: &Commit) -> Json {
             .map(|x| (x.name.as_str(), &x.types[..]))
     };
     json!({
+        "instance": instance,
         "commit": c.number,
         "inserted": ins,
         "deleted": del,
-        "elapsed_ms": c.elapsed.as_secs_f64() * 1e3,
+        "elapsed_ms": millis(c.elapsed),
         "changes": changes.iter().map(|ch| change_json(rel(ch.0), m.symbols(), ch)).collect::<Vec<_>>(),
     })
 }
@@ -369,6 +767,13 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
+fn unavailable(reason: &str) -> (StatusCode, Json) {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({"error": format!("the engine cannot commit: {reason}")}),
+    )
+}
+
 fn current(shared: &Shared) -> Arc<View> {
     shared
         .view
@@ -377,21 +782,81 @@ fn current(shared: &Shared) -> Arc<View> {
         .clone()
 }
 
-async fn post_transaction(State(shared): State<Arc<Shared>>, body: String) -> Response {
+fn failure(shared: &Shared) -> Option<String> {
+    shared
+        .failed
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+async fn post_transaction(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    if let Some(reason) = failure(&shared) {
+        let (status, j) = unavailable(&reason);
+        return (status, axum::Json(j)).into_response();
+    }
+    let access = &shared.access;
+    let read = axum::body::to_bytes(request.into_body(), access.max_body);
+    let body = match tokio::time::timeout(access.body_timeout, read).await {
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s",
+                    access.body_timeout.as_secs_f64()
+                ),
+            );
+        }
+        Ok(Err(_)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than {} bytes (see --max-request-bytes), or was cut off",
+                    access.max_body
+                ),
+            );
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let body = match String::from_utf8(body.to_vec()) {
+        Ok(b) => b,
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = body[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": "the line is not valid UTF-8", "line": line})),
+            )
+                .into_response();
+        }
+    };
     let (reply, answer) = tokio::sync::oneshot::channel();
-    if shared.jobs.send(Job::Transaction { body, reply }).is_err() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
+    match shared.jobs.try_send(Job::Transaction { body, reply }) {
+        Ok(()) => {}
+        Err(mpsc::TrySendError::Full(_)) => {
+            let mut r = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many transactions are waiting; retry later",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+        Err(mpsc::TrySendError::Disconnected(_)) => {
+            return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
+        }
     }
     match answer.await {
         Ok(Ok(j)) => axum::Json(j).into_response(),
         Ok(Err((status, j))) => (status, axum::Json(j)).into_response(),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the engine has stopped"),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped"),
     }
 }
 
 #[derive(serde::Deserialize)]
 struct RelationQuery {
     pattern: Option<String>,
+    offset: Option<usize>,
     limit: Option<usize>,
 }
 
@@ -474,14 +939,31 @@ fn matches(args: &[Arg], tuple: &[Value], bound: &mut Vec<Option<Value>>) -> boo
     true
 }
 
+/// A page size asked for, or the default; larger than [`MAX_PAGE`] is refused.
+fn page_limit(limit: Option<usize>, default: usize) -> Result<usize, Box<Response>> {
+    match limit {
+        None => Ok(default),
+        Some(n) if n <= MAX_PAGE => Ok(n),
+        Some(_) => Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("limit must be at most {MAX_PAGE}; page with offset"),
+        ))),
+    }
+}
+
 async fn get_relation(
     State(shared): State<Arc<Shared>>,
     UrlPath(name): UrlPath<String>,
     Query(q): Query<RelationQuery>,
 ) -> Response {
+    let limit = match page_limit(q.limit, DEFAULT_PAGE) {
+        Ok(l) => l,
+        Err(r) => return *r,
+    };
+    let offset = q.offset.unwrap_or(0);
     let view = current(&shared);
     let Some(rel) = view.relations.iter().find(|r| r.name == name) else {
-        return error(StatusCode::NOT_FOUND, format!("unknown relation `{name}`"));
+        return error(StatusCode::NOT_FOUND, "unknown relation");
     };
     let args = match &q.pattern {
         None => Some(Vec::new()),
@@ -501,7 +983,7 @@ async fn get_relation(
             .collect();
     }
     let symbols = &view.symbols;
-    rows.sort_by(|a, b| {
+    let compare = |a: &&[Value], b: &&[Value]| {
         for ((x, y), t) in a.iter().zip(b.iter()).zip(&rel.types) {
             let o = t.compare(*x, *y, symbols);
             if o.is_ne() {
@@ -509,11 +991,18 @@ async fn get_relation(
             }
         }
         std::cmp::Ordering::Equal
-    });
+    };
     let count = rows.len();
-    let limit = q.limit.unwrap_or(usize::MAX);
+    // Only the rows up to the end of the page need their order.
+    let end = offset.saturating_add(limit).min(count);
+    if end < count && end > 0 {
+        rows.select_nth_unstable_by(end - 1, compare);
+        rows.truncate(end);
+    }
+    rows.sort_unstable_by(compare);
     let facts: Vec<Json> = rows
         .iter()
+        .skip(offset)
         .take(limit)
         .map(|t| {
             Json::Array(
@@ -524,11 +1013,15 @@ async fn get_relation(
             )
         })
         .collect();
+    let next = (end < count).then_some(end);
     axum::Json(json!({
         "relation": rel.name,
-        "commit": view.commits.saturating_sub(1),
+        "commit": view.commit,
         "count": count,
-        "truncated": count > facts.len(),
+        "offset": offset,
+        "limit": limit,
+        "truncated": next.is_some(),
+        "next_offset": next,
         "facts": facts,
     }))
     .into_response()
@@ -537,70 +1030,241 @@ async fn get_relation(
 async fn get_size(State(shared): State<Arc<Shared>>, UrlPath(name): UrlPath<String>) -> Response {
     let view = current(&shared);
     match view.relations.iter().find(|r| r.name == name) {
-        Some(rel) => {
-            axum::Json(json!({"relation": rel.name, "size": rel.facts.len()})).into_response()
-        }
-        None => error(StatusCode::NOT_FOUND, format!("unknown relation `{name}`")),
+        Some(rel) => axum::Json(
+            json!({"relation": rel.name, "commit": view.commit, "size": rel.facts.len()}),
+        )
+        .into_response(),
+        None => error(StatusCode::NOT_FOUND, "unknown relation"),
     }
 }
 
 async fn get_rules(State(shared): State<Arc<Shared>>) -> Response {
     let view = current(&shared);
-    axum::Json(json!({"rules": *view.rules})).into_response()
+    axum::Json(json!({"commit": view.commit, "rules": *view.rules})).into_response()
 }
 
 #[derive(serde::Deserialize)]
 struct ChangesQuery {
     since: Option<u64>,
+    offset: Option<usize>,
+    limit: Option<usize>,
     follow: Option<bool>,
 }
 
-/// The logged commits from `since` on, as JSON objects.
-fn log_from(shared: &Shared, since: u64) -> Vec<Json> {
-    let view = current(shared);
-    let log = shared.log.read().unwrap_or_else(|e| e.into_inner());
-    let start = log.partition_point(|l| l.commit < since);
-    log[start..]
+/// `changes[from..to]` of a logged commit as JSON objects.
+fn changes_json(view: &View, changes: &[Change]) -> Vec<Json> {
+    changes
         .iter()
-        .map(|l| {
-            json!({
-                "commit": l.commit,
-                "changes": l.changes.iter().map(|c| change_json(view_rel(&view, c.0), &view.symbols, c)).collect::<Vec<_>>(),
-            })
-        })
+        .map(|c| change_json(view_rel(view, c.0), &view.symbols, c))
         .collect()
+}
+
+fn gone(instance: &str, since: u64, oldest: u64) -> Response {
+    (
+        StatusCode::GONE,
+        axum::Json(json!({
+            "error": format!(
+                "commit {since} is no longer in the change log (it keeps commits from {oldest} on); \
+                 read the state from /relations and follow from there"
+            ),
+            "instance": instance,
+            "oldest": oldest,
+        })),
+    )
+        .into_response()
 }
 
 async fn get_changes(State(shared): State<Arc<Shared>>, Query(q): Query<ChangesQuery>) -> Response {
     let since = q.since.unwrap_or(0);
-    if !q.follow.unwrap_or(false) {
-        return axum::Json(json!({"commits": log_from(&shared, since)})).into_response();
+    let offset = q.offset.unwrap_or(0);
+    if q.follow.unwrap_or(false) {
+        return follow_changes(shared, since, offset);
     }
-    // Follow: send what is logged, then wait for each further commit.
-    let rx = shared.committed.subscribe();
-    let stream =
-        futures_util::stream::unfold((shared, rx, since), |(shared, mut rx, next)| async move {
-            loop {
-                let entries = log_from(&shared, next);
-                if let Some(last) = entries.last() {
-                    let next = last["commit"].as_u64().unwrap_or(next) + 1;
-                    let mut text = String::new();
-                    for e in &entries {
-                        text.push_str(&e.to_string());
-                        text.push('\n');
-                    }
-                    return Some((Ok::<_, std::io::Error>(text), (shared, rx, next)));
+    let limit = match page_limit(q.limit, DEFAULT_CHANGES_PAGE) {
+        Ok(l) => l.max(1),
+        Err(r) => return *r,
+    };
+    let view = current(&shared);
+    // Take what fits under the read lock (Arc clones), serialise after.
+    let (oldest, next_commit, taken) = {
+        let log = shared.log.read().unwrap_or_else(|e| e.into_inner());
+        if since < log.first_kept {
+            return gone(&shared.instance, since, log.first_kept);
+        }
+        let mut taken: Vec<(u64, Arc<Vec<Change>>, usize, usize)> = Vec::new();
+        let mut budget = limit;
+        let mut at = (since, offset);
+        while let Some(entry) = log.get(at.0) {
+            let len = entry.changes.len();
+            let from = at.1.min(len);
+            let rest = len - from;
+            if rest > budget && !taken.is_empty() {
+                break;
+            }
+            let to = from + rest.min(budget);
+            budget -= to - from;
+            taken.push((entry.commit, entry.changes.clone(), from, to));
+            at = if to == len { (at.0 + 1, 0) } else { (at.0, to) };
+            if budget == 0 {
+                break;
+            }
+        }
+        (log.first_kept, at, taken)
+    };
+    let more = shared.committed.borrow().gt(&next_commit.0) || next_commit.1 > 0;
+    let commits: Vec<Json> = taken
+        .iter()
+        .map(|(commit, changes, from, to)| {
+            json!({
+                "instance": shared.instance,
+                "commit": commit,
+                "offset": from,
+                "complete": *to == changes.len(),
+                "changes": changes_json(&view, &changes[*from..*to]),
+            })
+        })
+        .collect();
+    axum::Json(json!({
+        "instance": shared.instance,
+        "oldest": oldest,
+        "commits": commits,
+        "next": {"since": next_commit.0, "offset": next_commit.1},
+        "more": more,
+    }))
+    .into_response()
+}
+
+/// What a follow stream has sent so far.
+struct Cursor {
+    shared: Arc<Shared>,
+    committed: tokio::sync::watch::Receiver<u64>,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    /// The commit being sent and how many of its changes are out.
+    commit: u64,
+    offset: usize,
+    /// Whether a commit's line is open, and whether it has no change yet.
+    in_line: bool,
+    first_in_line: bool,
+    ended: bool,
+}
+
+/// `/changes?follow=true`: one JSON line per commit, `{"instance", "commit", "changes"}`,
+/// written [`STREAM_CHUNK`] changes at a time so a large commit never sits in memory
+/// as one string. The stream ends when the server stops, or with an `{"error", "oldest"}`
+/// line when the client fell so far behind that the log no longer has its next commit.
+fn follow_changes(shared: Arc<Shared>, since: u64, offset: usize) -> Response {
+    {
+        let log = shared.log.read().unwrap_or_else(|e| e.into_inner());
+        if since < log.first_kept {
+            return gone(&shared.instance, since, log.first_kept);
+        }
+    }
+    let cursor = Cursor {
+        committed: shared.committed.subscribe(),
+        stopping: shared.stopping.subscribe(),
+        shared,
+        commit: since,
+        offset,
+        in_line: false,
+        first_in_line: true,
+        ended: false,
+    };
+    let stream = futures_util::stream::unfold(cursor, |mut c| async move {
+        if c.ended {
+            return None;
+        }
+        loop {
+            if *c.stopping.borrow() {
+                return None;
+            }
+            let next = {
+                let log = c.shared.log.read().unwrap_or_else(|e| e.into_inner());
+                if c.commit < log.first_kept {
+                    Err(log.first_kept)
+                } else {
+                    Ok(log.get(c.commit).map(|e| e.changes.clone()))
                 }
-                // Nothing new: wait for the next commit (or the end of the server).
-                if rx.changed().await.is_err() {
-                    return None;
+            };
+            match next {
+                Err(oldest) => {
+                    c.ended = true;
+                    let line = json!({
+                        "error": format!("this stream fell behind: commit {} is no longer in the change log", c.commit),
+                        "instance": c.shared.instance,
+                        "oldest": oldest,
+                    });
+                    return Some((Ok::<_, std::io::Error>(format!("{line}\n")), c));
+                }
+                Ok(Some(changes)) => {
+                    let view = current(&c.shared);
+                    let from = c.offset.min(changes.len());
+                    let to = (from + STREAM_CHUNK).min(changes.len());
+                    let mut text = String::new();
+                    if !c.in_line {
+                        // A line starting in the middle of a commit says where.
+                        text.push_str(&format!(
+                            "{{\"instance\":{},\"commit\":{},\"offset\":{from},\"changes\":[",
+                            Json::String(c.shared.instance.clone()),
+                            c.commit
+                        ));
+                        c.in_line = true;
+                        c.first_in_line = true;
+                    }
+                    for ch in &changes[from..to] {
+                        if !c.first_in_line {
+                            text.push(',');
+                        }
+                        c.first_in_line = false;
+                        text.push_str(
+                            &change_json(view_rel(&view, ch.0), &view.symbols, ch).to_string(),
+                        );
+                    }
+                    if to == changes.len() {
+                        text.push_str("]}\n");
+                        c.commit += 1;
+                        c.offset = 0;
+                        c.in_line = false;
+                    } else {
+                        c.offset = to;
+                    }
+                    return Some((Ok(text), c));
+                }
+                Ok(None) => {
+                    // Nothing new: wait for the next commit, or the end of the server.
+                    tokio::select! {
+                        changed = c.committed.changed() => if changed.is_err() { return None; },
+                        _ = c.stopping.changed() => return None,
+                    }
                 }
             }
-        });
+        }
+    });
     Response::builder()
         .header(header::CONTENT_TYPE, "application/x-ndjson")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "cannot stream"))
+}
+
+async fn get_health(State(shared): State<Arc<Shared>>) -> Response {
+    let view = current(&shared);
+    match failure(&shared) {
+        None => axum::Json(json!({
+            "status": "ok",
+            "instance": shared.instance,
+            "commit": view.commit,
+        }))
+        .into_response(),
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({
+                "status": "failed",
+                "error": reason,
+                "instance": shared.instance,
+                "commit": view.commit,
+            })),
+        )
+            .into_response(),
+    }
 }
 
 async fn get_metrics(State(shared): State<Arc<Shared>>) -> Response {
@@ -610,13 +1274,114 @@ async fn get_metrics(State(shared): State<Arc<Shared>>) -> Response {
         .iter()
         .map(|r| (r.name.clone(), json!(r.facts.len())))
         .collect();
+    let (log_commits, log_bytes, oldest) = {
+        let log = shared.log.read().unwrap_or_else(|e| e.into_inner());
+        (log.entries.len(), log.bytes, log.first_kept)
+    };
     axum::Json(json!({
-        "transactions": view.commits,
+        "instance": shared.instance,
+        "commit": view.commit,
+        "transactions": view.commit + 1,
         "facts": facts,
         "output_relations": view.relations.iter().filter(|r| r.output).map(|r| r.name.clone()).collect::<Vec<_>>(),
         "last_commit_ms": view.last_commit_ms,
+        "change_log": {"commits": log_commits, "bytes": log_bytes, "oldest": oldest},
         "peak_memory_bytes": crate::run::peak_rss_bytes(),
-        "uptime_s": shared.started.elapsed().as_secs_f64(),
+        "uptime_s": (shared.started.elapsed().as_secs_f64() * 1e3).round() / 1e3,
     }))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_other_than_addresses_and_localhost_are_refused() {
+        let allowed = vec!["db.example.org".to_string()];
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST",
+            "[::1]:8080",
+            "[::1]",
+            "10.1.2.3",
+            "db.example.org:443",
+        ] {
+            assert!(host_allowed(ok, &allowed), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example.com",
+            "evil.example.com:8080",
+            "localhost.evil.com",
+            "127.0.0.1:80x",
+            "[::1",
+            "[nothost]:80",
+        ] {
+            assert!(!host_allowed(bad, &allowed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_the_same_origin_or_allowed_ones_may_call() {
+        let allowed = vec!["https://app.example.org".to_string()];
+        assert!(origin_allowed(
+            "http://127.0.0.1:8080",
+            "127.0.0.1:8080",
+            &allowed
+        ));
+        assert!(origin_allowed(
+            "https://app.example.org/",
+            "127.0.0.1:8080",
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            "http://evil.com",
+            "127.0.0.1:8080",
+            &allowed
+        ));
+        assert!(!origin_allowed("null", "127.0.0.1:8080", &allowed));
+        assert!(!origin_allowed(
+            "http://127.0.0.1:9999",
+            "127.0.0.1:8080",
+            &allowed
+        ));
+    }
+
+    #[test]
+    fn secrets_are_equal_only_when_equal() {
+        assert!(same_secret(b"abcdef", b"abcdef"));
+        assert!(!same_secret(b"abcdef", b"abcdeg"));
+        assert!(!same_secret(b"abcdef", b"abcde"));
+        assert!(!same_secret(b"abcde", b"abcdef"));
+        assert!(!same_secret(b"", b"a"));
+    }
+
+    #[test]
+    fn the_change_log_keeps_the_last_commits_within_its_bounds() {
+        let change = |i: u32| (0u32, vec![i, i], 1isize);
+        let mut log = ChangeLog::new(0, 3, usize::MAX);
+        for c in 0..5u64 {
+            log.push(c, vec![change(c as u32)]);
+        }
+        assert_eq!(log.first_kept, 2);
+        assert!(log.get(1).is_none());
+        assert_eq!(log.get(4).map(|e| e.commit), Some(4));
+        assert!(log.get(5).is_none());
+        // By bytes: a large commit pushes the older ones out, but stays itself.
+        let mut log = ChangeLog::new(0, 100, 2000);
+        log.push(0, vec![change(0)]);
+        log.push(1, (0..1000).map(change).collect());
+        assert_eq!(log.first_kept, 1);
+        assert_eq!(log.entries.len(), 1);
+        log.push(2, vec![change(2)]);
+        assert_eq!(log.first_kept, 2, "the large commit went out");
+    }
+
+    #[test]
+    fn milliseconds_have_three_decimals() {
+        assert_eq!(millis(Duration::from_nanos(1_492_400_999)), 1492.401);
+        assert_eq!(millis(Duration::from_micros(1500)), 1.5);
+    }
 }

@@ -16,7 +16,7 @@
 //! hostfile, as in timely; help is `--help`.
 
 use clap::Args;
-use dynalog::live::{Commit, Materialization};
+use dynalog::live::{Commit, LoadPolicy, Materialization};
 use dynalog_engines::Change;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -36,6 +36,14 @@ pub struct LiveArgs {
     /// Evaluation engine.
     #[arg(long, default_value = "diff", value_parser = clap::builder::PossibleValuesParser::new(dynalog_engines::ENGINE_NAMES))]
     pub engine: String,
+    /// Directory that `load`/`unload` may read files from (repeatable); by default the
+    /// fact directory. Only regular files under it are read: absolute paths, `..`,
+    /// symbolic links leading out of it, devices and FIFOs are refused.
+    #[arg(long = "allow-load", value_name = "DIR", conflicts_with = "no_load")]
+    pub allow_load: Vec<PathBuf>,
+    /// Refuse every `load`/`unload` command.
+    #[arg(long = "no-load")]
+    pub no_load: bool,
     /// Several processes (`-n/-p/-h`): process 0 reads the commands and runs the
     /// transactions; the others hold their share of the dataflow.
     #[command(flatten)]
@@ -75,8 +83,29 @@ impl LiveArgs {
             }
         }
         .map_err(|e| e.to_string())?;
+        m.set_load_policy(self.load_policy()?);
         m.stage_inputs(&self.fact_dir).map_err(|e| e.to_string())?;
         Ok(Live::Lead(Box::new(m)))
+    }
+
+    /// Where `load`/`unload` may read: `--no-load`, the `--allow-load` directories
+    /// (each must be a directory), or the fact directory.
+    pub fn load_policy(&self) -> Result<LoadPolicy, String> {
+        if self.no_load {
+            return Ok(LoadPolicy::Deny);
+        }
+        if self.allow_load.is_empty() {
+            return Ok(LoadPolicy::FactDir);
+        }
+        for d in &self.allow_load {
+            if !d.is_dir() {
+                return Err(format!(
+                    "error: --allow-load `{}` is not a directory",
+                    d.display()
+                ));
+            }
+        }
+        Ok(LoadPolicy::Dirs(self.allow_load.clone()))
     }
 
     /// [`LiveArgs::open`] for a front end that only drives a materialization: a

@@ -160,7 +160,7 @@ fn following_the_change_log_streams_each_commit() {
         .expect("timeout");
     write!(
         s,
-        "GET /changes?since=1&follow=true HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /changes?since=1&follow=true HTTP/1.1\r\nHost: localhost\r\n\r\n"
     )
     .expect("writes");
     let mut reader = BufReader::new(s);
@@ -217,8 +217,15 @@ fn readers_are_answered_during_a_large_transaction() {
         .collect();
     let file = dir.path().join("chain.facts");
     std::fs::write(&file, chain).expect("writes");
-    let server = start(&["examples/tc.dl", "-F", "examples/tc"]);
-    let body = format!("load edge {}\n", file.display());
+    let load_dir = dir.path().to_str().expect("a UTF-8 path");
+    let server = start(&[
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--allow-load",
+        load_dir,
+    ]);
+    let body = "load edge chain.facts\n".to_string();
     let (_, before) = request(&server, "GET", "/relations/path/size", "");
     let before = json(&before)["size"].as_u64().expect("size");
     std::thread::scope(|s| {

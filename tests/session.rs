@@ -29,8 +29,15 @@ fn check_script(name: &str, expect_success: bool) {
         std::fs::read_to_string(dir.join(format!("{name}.expected"))).expect("expected output");
     let program = header(&script, "program");
     let facts = header(&script, "facts");
+    // `# allow-load: DIR`: where `load`/`unload` may read (by default the fact folder).
+    let allow_load = script
+        .lines()
+        .find_map(|l| l.strip_prefix("# allow-load: "));
     for config in configurations() {
         let mut args = vec![program, "-F", facts];
+        if let Some(dir) = allow_load {
+            args.extend(["--allow-load", dir]);
+        }
         args.extend(config.iter().map(String::as_str));
         let (ok, stdout, stderr) = run_session(&args, &script);
         assert_eq!(

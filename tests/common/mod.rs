@@ -106,7 +106,7 @@ pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
         .expect("timeout");
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .expect("writes");
