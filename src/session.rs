@@ -175,11 +175,23 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
     writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
 
     let stdin = std::io::stdin();
+    let mut input = stdin.lock();
     let mut errors = 0usize;
-    for (i, line) in stdin.lock().lines().enumerate() {
-        let lineno = i + 1;
-        let line = line.map_err(|e| format!("error: cannot read standard input: {e}"))?;
-        match command(&mut m, &line, &args, &mut *changes_out, &mut out) {
+    let mut buf = Vec::new();
+    for lineno in 1.. {
+        let line = match read_line(&mut input, &mut buf, MAX_LINE)
+            .map_err(|e| format!("error: cannot read standard input: {e}"))?
+        {
+            Line::End => break,
+            Line::Text(line) => line,
+            Line::Bad(reason) => {
+                errors += 1;
+                writeln!(out, "error: line {lineno}: {reason}").map_err(io_err)?;
+                out.flush().map_err(io_err)?;
+                continue;
+            }
+        };
+        match command(&mut m, line, &args, &mut *changes_out, &mut out) {
             Ok(Flow::Continue) => {}
             Ok(Flow::Quit) => break,
             Err(reason) => {
@@ -205,6 +217,75 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
 enum Flow {
     Continue,
     Quit,
+}
+
+/// The longest command line read (a longer one is an error for that line only).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// One line of input.
+enum Line<'a> {
+    Text(&'a str),
+    /// A line that is refused before it is read as a command: not UTF-8, too long.
+    Bad(String),
+    End,
+}
+
+/// Read one line (without its `\n`, or `\r\n`) into `buf`. A line that is not UTF-8 or
+/// is longer than `max` bytes is refused on its own (the rest of a long line is skipped
+/// without being kept), so one bad line never ends the session.
+fn read_line<'a>(
+    input: &mut impl BufRead,
+    buf: &'a mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line<'a>> {
+    buf.clear();
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > max + 1 {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        input.consume(take);
+        if done {
+            break;
+        }
+    }
+    if !any {
+        return Ok(Line::End);
+    }
+    if too_long {
+        return Ok(Line::Bad(format!("the line is longer than {max} bytes")));
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    match std::str::from_utf8(buf) {
+        Ok(text) => Ok(Line::Text(text)),
+        Err(e) => Ok(Line::Bad(format!(
+            "column {}: the line is not valid UTF-8",
+            String::from_utf8_lossy(&buf[..e.valid_up_to()])
+                .chars()
+                .count()
+                + 1
+        ))),
+    }
 }
 
 /// Run one command line. An `Err` is the reason the line was refused.
@@ -307,6 +388,38 @@ fn summary(c: &Commit, shown: &[Change]) -> String {
         c.number,
         c.elapsed.as_secs_f64() * 1e3
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut input = input;
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut input, &mut buf, max).expect("reads") {
+                Line::End => return out,
+                Line::Text(t) => out.push(format!("ok {t}")),
+                Line::Bad(reason) => out.push(format!("bad {reason}")),
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_line_is_refused_alone() {
+        assert_eq!(
+            lines(b"a\r\nb\xff\xfec\nd", 100),
+            ["ok a", "bad column 2: the line is not valid UTF-8", "ok d"]
+        );
+        assert_eq!(
+            lines(b"short\nmuch too long\nok\n", 6),
+            ["ok short", "bad the line is longer than 6 bytes", "ok ok"]
+        );
+        assert_eq!(lines(b"", 6), Vec::<String>::new());
+        assert_eq!(lines(b"\n\n", 6), ["ok ", "ok "]);
+    }
 }
 
 fn plural(n: usize) -> &'static str {

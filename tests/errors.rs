@@ -163,3 +163,34 @@ fn unreadable_program_and_bad_flags() {
     let o = dynalog(&["run", "examples/tc.dl", "--engine", "nope"]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn an_output_that_cannot_be_written_leaves_no_output_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prog = dir.path().join("prog.dl");
+    // `a` is written first; `b` goes under `blocked/`, which is a file, so it fails.
+    std::fs::write(
+        &prog,
+        ".decl a(x: number)\n.output a\n.decl b(x: number)\n.output b(filename=\"blocked/b.csv\")\na(1).\nb(2).\n",
+    )
+    .expect("write program");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("blocked"), "a file, not a folder\n").expect("write");
+    std::fs::write(out.join("a.csv"), "an earlier run's output\n").expect("write");
+    let (ok, _, stderr) = run_program(&prog, dir.path(), out.to_str().expect("utf-8"), &[]);
+    assert!(!ok, "the run must fail");
+    assert!(stderr.contains("blocked/b.csv"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .expect("reads")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a.csv", "blocked"], "no temporary file is left");
+    assert_eq!(
+        std::fs::read_to_string(out.join("a.csv")).expect("reads"),
+        "an earlier run's output\n",
+        "the earlier output is untouched"
+    );
+}

@@ -127,3 +127,29 @@ fn an_uncommitted_transaction_at_the_end_is_reported() {
 fn session_rdf_files_load_and_unload() {
     check_script("rdf", false);
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_refused_alone() {
+    let mut input = b"+ edge(8, 7).\n+ edge(\"\xff\xfe\", 1).\ncommit\nsize edge\n".to_vec();
+    input.extend_from_slice(b"+ edge(9, \xc3(, 1).\nsize edge\n");
+    let (ok, stdout, stderr) =
+        common::run_session_bytes(&["examples/tc.dl", "-F", "examples/tc"], &input);
+    assert!(!ok, "a refused line makes the exit status non-zero");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let shown = mask_times(&stdout);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!(
+        lines.contains(&"error: line 2: column 9: the line is not valid UTF-8"),
+        "{shown}"
+    );
+    assert!(
+        lines.contains(&"error: line 5: column 11: the line is not valid UTF-8"),
+        "{shown}"
+    );
+    // The lines around the bad ones were applied.
+    assert!(
+        lines.iter().any(|l| l.starts_with("commit 1: +")),
+        "{shown}"
+    );
+    assert_eq!(lines.iter().filter(|l| **l == "8").count(), 2, "{shown}");
+}

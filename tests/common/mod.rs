@@ -53,6 +53,11 @@ pub fn run_program(
 /// Run `dynalog session ARGS` with `input` on its standard input; returns (exit ok,
 /// stdout, stderr).
 pub fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
+    run_session_bytes(args, input.as_bytes())
+}
+
+/// [`run_session`] with input that need not be UTF-8.
+pub fn run_session_bytes(args: &[&str], input: &[u8]) -> (bool, String, String) {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
@@ -68,7 +73,7 @@ pub fn run_session(args: &[&str], input: &str) -> (bool, String, String) {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(input.as_bytes())
+        .write_all(input)
         .expect("write stdin");
     let o = child.wait_with_output().expect("dynalog ends");
     (

@@ -397,6 +397,45 @@ pub fn write_outputs(
     len: &dyn Fn(RelId) -> usize,
     stdout: &mut dyn Write,
 ) -> Result<(), String> {
+    // Files are written under temporary names and renamed into place only once every
+    // one is written, so a failed run leaves no half-written outputs (and an earlier
+    // run's outputs stay as they were).
+    let mut written: Vec<(std::path::PathBuf, std::path::PathBuf)> = Vec::new();
+    let result = write_outputs_to(program, target, facts, len, stdout, &mut written);
+    if result.is_err() {
+        for (tmp, _) in &written {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return result;
+    }
+    for (i, (tmp, path)) in written.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            for (tmp, _) in &written[i..] {
+                let _ = std::fs::remove_file(tmp);
+            }
+            return Err(format!("cannot write `{}`: {e}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The name an output is written under before it is renamed into place.
+fn temporary_name(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+fn write_outputs_to(
+    program: &Program,
+    target: &OutputTarget,
+    facts: &FactSource<'_>,
+    len: &dyn Fn(RelId) -> usize,
+    stdout: &mut dyn Write,
+    written: &mut Vec<(std::path::PathBuf, std::path::PathBuf)>,
+) -> Result<(), String> {
     let mut sorter = None;
     for (id, rel) in program.relations.iter().enumerate() {
         let id = id as RelId;
@@ -436,11 +475,12 @@ pub fn write_outputs(
                 Some(f) => dir.join(f),
                 None => dir.join(format!("{}.csv", rel.name)),
             };
+            let tmp = temporary_name(&path);
             let write = || -> std::io::Result<()> {
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
+                let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
                 if spec.get("headers") == Some("true") {
                     writeln!(w, "{}", rel.column_names.join(&delimiter.to_string()))?;
                 }
@@ -450,7 +490,11 @@ pub fn write_outputs(
                 }
                 w.flush()
             };
-            write().map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+            let outcome = write();
+            if outcome.is_ok() || tmp.exists() {
+                written.push((tmp, path.clone()));
+            }
+            outcome.map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
         }
     }
     Ok(())
