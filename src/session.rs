@@ -390,6 +390,26 @@ fn summary(c: &Commit, shown: &[Change]) -> String {
     )
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn no_args(word: &str, rest: &str) -> Result<(), String> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("`{word}` takes no argument"))
+    }
+}
+
+fn one_arg<'a>(word: &str, rest: &'a str) -> Result<&'a str, String> {
+    let mut parts = rest.split_whitespace();
+    match (parts.next(), parts.next()) {
+        (Some(a), None) => Ok(a),
+        _ => Err(format!("usage: {word} RELATION")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,25 +439,5 @@ mod tests {
         );
         assert_eq!(lines(b"", 6), Vec::<String>::new());
         assert_eq!(lines(b"\n\n", 6), ["ok ", "ok "]);
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-fn no_args(word: &str, rest: &str) -> Result<(), String> {
-    if rest.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("`{word}` takes no argument"))
-    }
-}
-
-fn one_arg<'a>(word: &str, rest: &'a str) -> Result<&'a str, String> {
-    let mut parts = rest.split_whitespace();
-    match (parts.next(), parts.next()) {
-        (Some(a), None) => Ok(a),
-        _ => Err(format!("usage: {word} RELATION")),
     }
 }
