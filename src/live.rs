@@ -129,6 +129,10 @@ pub struct Materialization {
     rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
     /// Where `load`/`unload` commands may read files.
     load_policy: LoadPolicy,
+    /// Symbols of the committed state; later ones belong to the staged transaction and
+    /// are forgotten when it is aborted or refused (and those of a refused line or of a
+    /// query at once), so refused input never grows the symbol table.
+    committed_symbols: usize,
 }
 
 impl Materialization {
@@ -181,6 +185,7 @@ impl Materialization {
             commits: 0,
             rdf_files: Default::default(),
             load_policy: LoadPolicy::default(),
+            committed_symbols: 0,
         })
     }
 
@@ -222,6 +227,21 @@ impl Materialization {
     /// [`Materialization::stage_file`]; with `shown`, errors name the file as `shown`
     /// and never quote its contents (see [`redacted`]).
     fn stage_file_as(
+        &mut self,
+        relation: &str,
+        path: &Path,
+        insert: bool,
+        shown: Option<&str>,
+    ) -> Result<usize, Error> {
+        let before = self.symbols.len();
+        let read = self.read_file(relation, path, insert, shown);
+        if read.is_err() {
+            self.symbols.truncate(before);
+        }
+        read
+    }
+
+    fn read_file(
         &mut self,
         relation: &str,
         path: &Path,
@@ -379,8 +399,11 @@ impl Materialization {
             _ => return Err(Error::msg("expected one fact, such as `edge(1, 2).`")),
         };
         let program = self.engine.program();
-        dynalog_analysis::lower_fact(&file, program, &mut self.symbols, rule)
-            .map_err(|d| Error::at(&d))
+        let before = self.symbols.len();
+        dynalog_analysis::lower_fact(&file, program, &mut self.symbols, rule).map_err(|d| {
+            self.symbols.truncate(before);
+            Error::at(&d)
+        })
     }
 
     /// Stage the insertion of a fact written in Datalog.
@@ -544,6 +567,7 @@ impl Materialization {
     pub fn abort(&mut self) {
         self.staged.clear();
         self.pending_text = None;
+        self.symbols.truncate(self.committed_symbols);
     }
 
     /// Apply everything staged as one transaction. If the staged rule changes make a
@@ -556,6 +580,7 @@ impl Materialization {
                 Ok(p) => p,
                 Err(e) => {
                     self.staged.clear();
+                    self.symbols.truncate(self.committed_symbols);
                     return Err(e);
                 }
             };
@@ -573,6 +598,7 @@ impl Materialization {
         self.engine
             .commit()
             .map_err(|e| Error::msg(format!("the engine failed: {e}")))?;
+        self.committed_symbols = self.symbols.len();
         let mut changes = self.engine.last_changes().to_vec();
         self.sort_changes(&mut changes);
         let number = self.commits;
@@ -621,7 +647,10 @@ impl Materialization {
 
     /// Whether the materialization holds a fact written in Datalog.
     pub fn contains_fact(&mut self, text: &str) -> Result<bool, Error> {
+        let before = self.symbols.len();
         let (rel, tuple) = self.parse_fact(text)?;
+        // A symbol met only here matches nothing; it need not be kept.
+        self.symbols.truncate(before);
         Ok(self.engine.contains(rel, &tuple))
     }
 
@@ -636,9 +665,12 @@ impl Materialization {
             [Item::Rule(rule)] if rule.body.is_empty() => &rule.head,
             _ => return Err(Error::msg("expected one pattern, such as `path(1, x)`")),
         };
-        let (rel, args) =
-            dynalog_analysis::lower_pattern(&file, self.engine.program(), &mut self.symbols, atom)
-                .map_err(|d| Error::at(&d))?;
+        let before = self.symbols.len();
+        let lowered =
+            dynalog_analysis::lower_pattern(&file, self.engine.program(), &mut self.symbols, atom);
+        // A symbol met only in the pattern matches nothing; it need not be kept.
+        self.symbols.truncate(before);
+        let (rel, args) = lowered.map_err(|d| Error::at(&d))?;
         let mut rows = Vec::new();
         let mut bound: Vec<Option<Value>> = Vec::new();
         self.engine.for_each_fact(rel, &mut |t| {
@@ -1093,6 +1125,38 @@ mod tests {
         );
         m.commit().expect("commits");
         assert!(m.contains_fact("edge(2, 3)").expect("a fact"));
+    }
+
+    #[test]
+    fn refused_and_aborted_input_leaves_no_symbols_behind() {
+        let program = ".decl p(x: symbol, y: number)\n.output p\n";
+        let mut m = Materialization::new("p.dl", program, "seminaive", 1).expect("checks");
+        m.commit().expect("commits");
+        let base = m.symbols().len();
+        for i in 0..100 {
+            // A type error after a new symbol: the line is refused, the symbol forgotten.
+            assert!(m.insert_fact(&format!("p(\"s{i}\", \"t\")")).is_err());
+            assert!(
+                m.query(&format!("p(\"q{i}\", x)"))
+                    .expect("a pattern")
+                    .is_empty()
+            );
+            assert!(!m.contains_fact(&format!("p(\"c{i}\", 1)")).expect("a fact"));
+        }
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.insert_fact("p(\"dropped\", 1)").expect("a fact");
+        m.abort();
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.add_rules("p(x, 2) :- p(x, y), q(y).").expect("parses");
+        assert!(m.commit().is_err(), "q is not declared");
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.commit().expect("commits");
+        assert_eq!(m.symbols().len(), base + 1);
+        let rows = m.query("p(\"kept\", x)").expect("a pattern");
+        assert_eq!(rows.len(), 1);
     }
 
     #[test]

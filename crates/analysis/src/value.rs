@@ -167,6 +167,15 @@ impl SymbolTable {
         self.names.len()
     }
 
+    /// Forget every symbol interned after the first `len`: a live materialization
+    /// drops the symbols of refused lines and aborted transactions this way, so that a
+    /// stream of refused input cannot grow the table. Ids below `len` are unchanged.
+    pub fn truncate(&mut self, len: usize) {
+        for name in self.names.drain(len.min(self.names.len())..) {
+            self.ids.remove(&name);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -195,5 +204,20 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(Type::Symbol.render(a, &st), "hello");
         assert_eq!(Type::Number.parse("0x10", &mut st), Ok(16));
+    }
+
+    #[test]
+    fn truncating_forgets_only_the_later_symbols() {
+        let mut st = SymbolTable::new();
+        let a = st.intern("a");
+        st.intern("b");
+        st.intern("c");
+        st.truncate(1);
+        assert_eq!(st.len(), 1);
+        assert_eq!(st.lookup("a"), Some(a));
+        assert_eq!(st.lookup("b"), None);
+        assert_eq!(st.intern("c"), 1, "ids are issued densely again");
+        st.truncate(5);
+        assert_eq!(st.len(), 2);
     }
 }
