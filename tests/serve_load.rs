@@ -128,7 +128,7 @@ fn load(clients: usize, seconds: f64) {
         for client in 0..clients {
             let (addr, total) = (&server.addr, &total);
             s.spawn(move || {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (client as u64 + 1) * 0x1000_0001);
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((client as u64 + 1) * 0x1000_0001));
                 let mut mine = Outcome::default();
                 while Instant::now() < deadline {
                     if rng.below(2) == 0 {
