@@ -1,6 +1,6 @@
 //! Regression tests for issue #18's crash: a 32 KB line `+ p(1+1+...+1).` of 16,000
 //! terms overflowed the stack in every front end. Now it is an error located at the
-//! operator past the bound (`expression nested too deeply (more than 256 levels)`),
+//! operator past the bound (`expression nested too deeply (more than 128 levels)`),
 //! and whatever comes after it works: through the library (`Materialization`), through
 //! `dynalog run` (a program file with such a rule), and through `dynalog session`.
 //! Deep parentheses and long bodies likewise.
@@ -9,7 +9,14 @@ mod common;
 
 use common::*;
 use dynalog::live::Materialization;
+use dynalog_analysis::MAX_BODY_LITERALS;
+use dynalog_syntax::MAX_EXPR_DEPTH as D;
 use std::path::Path;
+
+/// The error for an expression deeper than the bound.
+fn too_deep() -> String {
+    format!("expression nested too deeply (more than {D} levels)")
+}
 
 const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
                   .output path\npath(x, y) :- edge(x, y).\n\
@@ -54,11 +61,7 @@ fn materialization_refuses_deep_lines_and_keeps_working() {
             ];
             for line in &deep_lines {
                 let e = m.stage_command(line, dir).expect_err("too deep");
-                assert!(
-                    e.message
-                        .contains("expression nested too deeply (more than 256 levels)"),
-                    "{e}"
-                );
+                assert!(e.message.contains(&too_deep()), "{e}");
                 assert!(e.position.is_some(), "located: {e}");
                 assert!(!m.has_staged(), "a refused line stages nothing");
             }
@@ -75,14 +78,21 @@ fn materialization_refuses_deep_lines_and_keeps_working() {
                 (5, 0),
                 "{engine}"
             );
-            // At the bound, fine: a fact and a rule with 256-deep expressions.
-            let at_bound = format!("+ edge({}, 1).", chain(257));
+            // At the bound, fine: a fact and a rule with expressions as deep as allowed.
+            let at_bound = format!("+ edge({}, 1).", chain(D + 1));
             assert!(m.stage_command(&at_bound, dir).expect("at the bound"));
-            let rule = format!("+ path(x, y) :- edge(x, z), y = z + {}, x < y.", chain(255));
+            let rule = format!(
+                "+ path(x, y) :- edge(x, z), y = z + {}, x < y.",
+                chain(D - 1)
+            );
             assert!(m.stage_command(&rule, dir).expect("at the bound"));
             m.commit().expect("commits");
-            assert!(m.contains_fact("edge(257, 1)").expect("a fact"));
-            assert!(m.contains_fact("path(1, 257)").expect("a fact"), "{engine}");
+            let top = D + 1;
+            assert!(m.contains_fact(&format!("edge({top}, 1)")).expect("a fact"));
+            assert!(
+                m.contains_fact(&format!("path(1, {top})")).expect("a fact"),
+                "{engine}"
+            );
         });
     }
 }
@@ -93,8 +103,8 @@ fn run_reports_a_deep_rule_with_its_position() {
     for (program, location) in [
         (
             format!("{TC}path(x, y) :- edge(x, y), y < {}.\n", chain(16_000)),
-            // `path(x, y) :- edge(x, y), y < 1` is 31 characters; the 257th `+` follows.
-            format!("prog.dl:6:{}", 32 + 2 * 256),
+            // `path(x, y) :- edge(x, y), y < 1` is 31 characters, then `+1` pairs.
+            format!("prog.dl:6:{}", 32 + 2 * D),
         ),
         (
             format!(
@@ -102,7 +112,7 @@ fn run_reports_a_deep_rule_with_its_position() {
                 "(".repeat(50_000),
                 ")".repeat(50_000)
             ),
-            format!("prog.dl:6:{}", 6 + 256),
+            format!("prog.dl:6:{}", 6 + D),
         ),
     ] {
         let prog = dir.path().join("prog.dl");
@@ -113,9 +123,7 @@ fn run_reports_a_deep_rule_with_its_position() {
         assert!(!stderr.contains("panicked"), "{stderr}");
         let stderr = stderr.replace(&format!("{}/", dir.path().display()), "");
         assert!(
-            stderr.contains(&format!(
-                "{location}: error: expression nested too deeply (more than 256 levels)"
-            )),
+            stderr.contains(&format!("{location}: error: {}", too_deep())),
             "{stderr}"
         );
         // The snippet of a 32 KB line is cut to a window around the caret.
@@ -132,8 +140,8 @@ fn run_reports_a_rule_body_that_is_too_long() {
     let out = dir.path().join("out");
     let (ok, _, stderr) = run_program(&prog, dir.path(), out.to_str().expect("utf-8"), &[]);
     assert!(!ok && !stderr.contains("panicked"), "{stderr}");
-    // The 257th literal starts after `path(x, y) :- ` and 256 `edge(x, y), `.
-    let col = 15 + 12 * 256;
+    // The first literal past the bound, after `path(x, y) :- ` and `edge(x, y), `s.
+    let col = 15 + 12 * MAX_BODY_LITERALS;
     assert!(
         stderr.contains(&format!("prog.dl:6:{col}: error: rule body too long")),
         "{stderr}"
@@ -160,16 +168,14 @@ fn session_refuses_the_deep_line_and_goes_on() {
             run_session(&[prog.to_str().expect("utf-8"), "--engine", engine], &input);
         assert!(!ok, "a refused line makes the exit status non-zero");
         assert!(!stderr.contains("panicked"), "{stderr}");
-        // `+ edge(1` then `+1` pairs: the 257th `+` is at column 9 + 2 * 256.
-        let col = 9 + 2 * 256;
+        // `+ edge(1` then `+1` pairs: the first `+` past the bound.
+        let col = 9 + 2 * D;
         assert!(
-            stdout.contains(&format!(
-                "error: line 1: column {col}: expression nested too deeply (more than 256 levels)"
-            )),
+            stdout.contains(&format!("error: line 1: column {col}: {}", too_deep())),
             "{stdout}"
         );
         assert!(
-            stdout.contains("error: line 2: column 264: expression nested too deeply"),
+            stdout.contains(&format!("error: line 2: column {}: {}", 8 + D, too_deep())),
             "{stdout}"
         );
         assert!(

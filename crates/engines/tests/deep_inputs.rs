@@ -41,8 +41,9 @@ fn evaluate(engine: &'static str, text: String, relation: &'static str) -> Vec<V
 #[test]
 fn deepest_expressions_evaluate_on_every_engine() {
     let n = MAX_EXPR_DEPTH;
-    // y = x + 256, filtered by a comparison 256 deep, assigned through a chain of
-    // 256 unary minuses (an even number: the value itself), and a deep head argument.
+    // y = x + n, filtered by a comparison n deep, assigned through a chain of n unary
+    // minuses (an even number: the value itself), and a deep head argument, where n
+    // is the bound.
     let text = format!(
         ".decl q(a: number)\n.decl p(a: number, b: number)\n.decl r(a: number)\n\
          q(1). q(2).\n\
@@ -68,7 +69,7 @@ fn deepest_expressions_evaluate_on_every_engine() {
 
 #[test]
 fn longest_bodies_evaluate_on_every_engine() {
-    // 256 atoms that all match (the recursion of the evaluators goes one level per
+    // The longest body allowed, atoms that all match (the recursion of the evaluators goes one level per
     // literal), in a recursive rule (a delta variant per atom for delete-rederive).
     let atoms = vec!["e(x, y)"; MAX_BODY_LITERALS - 1].join(", ");
     let text = format!(

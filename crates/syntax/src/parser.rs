@@ -56,16 +56,19 @@ type PResult<T> = Result<T, PError>;
 /// `1 + 2 * x` is 2 deep, `-(x)` is 2 (a minus and a pair of parentheses), `((x))` is
 /// 2, `-5` is 0 (a negative literal), and a chain `1 + 1 + ... + 1` of n terms is
 /// n - 1 deep, since `+` is left-associative and builds a tree of that height. The
-/// parser rejects anything deeper with `expression nested too deeply (more than 256
+/// parser rejects anything deeper with `expression nested too deeply (more than 128
 /// levels)` at the operator or parenthesis that crosses the limit.
 ///
 /// The bound is what keeps every later stage safe on hostile input: the parser itself,
 /// analysis, lowering, the engines' expression evaluation, [`crate::Rule::canonical`]
 /// and dropping the tree all recurse over expressions, and with at most this many
-/// levels each of them needs well under a megabyte of stack (checked on 2 MB threads
-/// in debug builds by the tests). Code that builds syntax trees itself, not through
-/// [`parse`], must keep to the same bound; analysis checks it again.
-pub const MAX_EXPR_DEPTH: usize = 256;
+/// levels each of them fits a 2 MB thread with room to spare, in debug builds too
+/// (the tests run them on 2 MB threads). The costliest is the parser's own recursion
+/// through parentheses: about 5 KB of stack per level in a debug build, so 128 levels
+/// take some 650 KB (256 would take 1.3 MB, too close to the 2 MB of the server's
+/// threads). Code that builds syntax trees itself, not through [`parse`], must keep
+/// to the same bound; analysis checks it again.
+pub const MAX_EXPR_DEPTH: usize = 128;
 
 /// An expression being parsed: the tree, its extent (see below) and its depth (see
 /// [`MAX_EXPR_DEPTH`]).

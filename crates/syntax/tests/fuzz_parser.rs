@@ -241,7 +241,8 @@ fn sixteen_thousand_terms_are_an_error_not_an_overflow() {
     let text = format!("p(1{}).", "+1".repeat(15_999));
     assert!(text.len() > 32_000);
     let d = parse_checked(text).expect_err("too deep");
-    // `p(1` then `+1` pairs: the operator making level 257 is at column 4 + 2 * 256.
+    // `p(1` then `+1` pairs: the operator one level past the bound is at column
+    // 4 + 2 * MAX_EXPR_DEPTH.
     assert_eq!((d.line, d.col), (1, 4 + 2 * MAX_EXPR_DEPTH), "{d}");
     for text in [
         format!("p({}1{}).", "(".repeat(100_000), ")".repeat(100_000)),
