@@ -64,10 +64,10 @@ type PResult<T> = Result<T, PError>;
 /// and dropping the tree all recurse over expressions, and with at most this many
 /// levels each of them fits a 2 MB thread with room to spare, in debug builds too
 /// (the tests run them on 2 MB threads). The costliest is the parser's own recursion
-/// through parentheses: about 5 KB of stack per level in a debug build, so 128 levels
-/// take some 650 KB (256 would take 1.3 MB, too close to the 2 MB of the server's
-/// threads). Code that builds syntax trees itself, not through [`parse`], must keep
-/// to the same bound; analysis checks it again.
+/// through parentheses, several frames per level: in a debug build 128 nested pairs
+/// need between 512 KB and 1 MB of stack, 256 needed more than 1 MB, too close to the
+/// 2 MB of the server's threads. Code that builds syntax trees itself, not through
+/// [`parse`], must keep to the same bound; analysis checks it again.
 pub const MAX_EXPR_DEPTH: usize = 128;
 
 /// An expression being parsed: the tree, its extent (see below) and its depth (see
