@@ -14,7 +14,9 @@ pub mod ir;
 pub mod strata;
 pub mod value;
 
-pub use check::{Options, PatternArg, analyse, analyse_with, lower_fact, lower_pattern};
+pub use check::{
+    MAX_BODY_LITERALS, Options, PatternArg, analyse, analyse_with, lower_fact, lower_pattern,
+};
 pub use dynalog_syntax::{ArithOp, CmpOp};
 pub use ir::*;
 pub use value::{SymbolTable, Type, Value};

@@ -14,5 +14,5 @@ pub mod parser;
 pub mod source;
 
 pub use ast::*;
-pub use parser::parse;
+pub use parser::{MAX_EXPR_DEPTH, parse};
 pub use source::{Diagnostic, SourceFile, Span};

@@ -46,13 +46,33 @@ pub fn parse(file: &SourceFile) -> Result<Program, Diagnostic> {
 }
 
 /// Errors are boxed inside the parser: it keeps results small, and so the stack
-/// frames of the recursive expression functions (see [`MAX_DEPTH`]).
+/// frames of the recursive expression functions (see [`MAX_EXPR_DEPTH`]).
 type PError = Box<Diagnostic>;
 type PResult<T> = Result<T, PError>;
 
-/// How deeply expressions may nest (parentheses and unary minus), so that hostile
-/// input cannot overflow the stack.
-const MAX_DEPTH: usize = 128;
+/// How deeply an expression may nest: the most operators and parentheses on one path
+/// from an argument (or a side of a comparison) down to a variable or constant.
+///
+/// `1 + 2 * x` is 2 deep, `-(x)` is 2 (a minus and a pair of parentheses), `((x))` is
+/// 2, `-5` is 0 (a negative literal), and a chain `1 + 1 + ... + 1` of n terms is
+/// n - 1 deep, since `+` is left-associative and builds a tree of that height. The
+/// parser rejects anything deeper with `expression nested too deeply (more than 128
+/// levels)` at the operator or parenthesis that crosses the limit.
+///
+/// The bound is what keeps every later stage safe on hostile input: the parser itself,
+/// analysis, lowering, the engines' expression evaluation, [`crate::Rule::canonical`]
+/// and dropping the tree all recurse over expressions, and with at most this many
+/// levels each of them fits a 2 MB thread with room to spare, in debug builds too
+/// (the tests run them on 2 MB threads). The costliest is the parser's own recursion
+/// through parentheses, several frames per level: in a debug build 128 nested pairs
+/// need between 512 KB and 1 MB of stack, 256 needed more than 1 MB, too close to the
+/// 2 MB of the server's threads. Code that builds syntax trees itself, not through
+/// [`parse`], must keep to the same bound; analysis checks it again.
+pub const MAX_EXPR_DEPTH: usize = 128;
+
+/// An expression being parsed: the tree, its extent (see below) and its depth (see
+/// [`MAX_EXPR_DEPTH`]).
+type Sub = (Expr, Span, usize);
 
 /// Soufflé directives that exist but that dynalog does not support.
 const UNSUPPORTED_DIRECTIVES: &[&str] = &[
@@ -115,7 +135,8 @@ struct Parser<'a> {
     peeked: Option<Token>,
     /// End of the last consumed token.
     prev_end: u32,
-    /// Current expression nesting depth.
+    /// How many parentheses and unary minuses enclose the expression being parsed:
+    /// the depth of the parser's own recursion (see [`MAX_EXPR_DEPTH`]).
     depth: usize,
 }
 
@@ -679,6 +700,12 @@ impl<'a> Parser<'a> {
 
     /// `term (("+" | "-") term)*`
     fn expr(&mut self) -> PResult<(Expr, Span)> {
+        let (expr, ext, _) = self.sum()?;
+        Ok((expr, ext))
+    }
+
+    /// [`Parser::expr`] with its depth.
+    fn sum(&mut self) -> PResult<Sub> {
         self.left_assoc(Self::term, |k| match k {
             TokenKind::Plus => Some(ArithOp::Add),
             TokenKind::Minus => Some(ArithOp::Sub),
@@ -687,7 +714,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `unary (("*" | "/" | "%") unary)*`
-    fn term(&mut self) -> PResult<(Expr, Span)> {
+    fn term(&mut self) -> PResult<Sub> {
         self.left_assoc(Self::unary, |k| match k {
             TokenKind::Star => Some(ArithOp::Mul),
             TokenKind::Slash => Some(ArithOp::Div),
@@ -697,16 +724,18 @@ impl<'a> Parser<'a> {
     }
 
     /// One left-associative precedence level: `operand (op operand)*`, where `op_of`
-    /// says which tokens are this level's operators.
+    /// says which tokens are this level's operators. Iterative, but the tree it builds
+    /// grows one level per operator, so each operator is checked against the bound.
     fn left_assoc(
         &mut self,
-        operand: fn(&mut Self) -> PResult<(Expr, Span)>,
+        operand: fn(&mut Self) -> PResult<Sub>,
         op_of: fn(&TokenKind) -> Option<ArithOp>,
-    ) -> PResult<(Expr, Span)> {
-        let (mut lhs, mut ext) = operand(self)?;
+    ) -> PResult<Sub> {
+        let (mut lhs, mut ext, mut depth) = operand(self)?;
         while let Some(op) = op_of(self.peek_kind()?) {
-            self.bump()?;
-            let (rhs, rhs_ext) = operand(self)?;
+            let op_tok = self.bump()?;
+            let (rhs, rhs_ext, rhs_depth) = operand(self)?;
+            depth = self.one_deeper(depth.max(rhs_depth), op_tok.span)?;
             ext = ext.to(rhs_ext);
             lhs = Expr::Binary {
                 op,
@@ -715,46 +744,76 @@ impl<'a> Parser<'a> {
                 span: ext,
             };
         }
-        Ok((lhs, ext))
+        Ok((lhs, ext, depth))
     }
 
-    /// `"-" unary | primary`, with the depth guard.
-    fn unary(&mut self) -> PResult<(Expr, Span)> {
-        if self.depth >= MAX_DEPTH {
-            let span = self.peek()?.span;
-            return Err(self.error(span, "expression nested too deeply"));
+    /// The depth of an expression whose deepest part is `inner` levels deep, or the
+    /// error at `at` (the operator or parenthesis) if that crosses [`MAX_EXPR_DEPTH`].
+    fn one_deeper(&self, inner: usize, at: Span) -> PResult<usize> {
+        if inner >= MAX_EXPR_DEPTH {
+            return Err(self.too_deep(at));
+        }
+        Ok(inner + 1)
+    }
+
+    fn too_deep(&self, at: Span) -> PError {
+        self.error(
+            at,
+            format!("expression nested too deeply (more than {MAX_EXPR_DEPTH} levels)"),
+        )
+    }
+
+    /// Enter one level of recursion at `at` (a `(` or a unary `-`), refusing to go
+    /// deeper than [`MAX_EXPR_DEPTH`] before recursing, so that the parser's own stack
+    /// stays bounded. Paired with [`Parser::leave`].
+    fn enter(&mut self, at: Span) -> PResult<()> {
+        if self.depth >= MAX_EXPR_DEPTH {
+            return Err(self.too_deep(at));
         }
         self.depth += 1;
-        let result = self.unary_inner();
-        self.depth -= 1;
-        result
+        Ok(())
     }
 
-    fn unary_inner(&mut self) -> PResult<(Expr, Span)> {
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// `"-" unary | primary`.
+    fn unary(&mut self) -> PResult<Sub> {
         let Some(minus) = self.eat(&TokenKind::Minus)? else {
             return self.primary();
         };
         // `-5` is the literal -5; `-x` and `-(5)` are negations.
         if let TokenKind::Int(_) | TokenKind::Float(_) = self.peek_kind()? {
-            return self.negative_literal(minus.span);
+            let (expr, span) = self.negative_literal(minus.span)?;
+            return Ok((expr, span, 0));
         }
-        let (inner, ext) = self.unary()?;
+        self.enter(minus.span)?;
+        let inner = self.unary();
+        self.leave();
+        let (inner, ext, depth) = inner?;
+        let depth = self.one_deeper(depth, minus.span)?;
         let span = minus.span.to(ext);
-        Ok((Expr::Neg(Box::new(inner), span), span))
+        Ok((Expr::Neg(Box::new(inner), span), span, depth))
     }
 
     /// `"(" expr ")"` or a leaf. (The recursive path is kept in small functions, and
     /// the leaves in [`Parser::leaf`], so that each nesting level costs little stack.)
-    fn primary(&mut self) -> PResult<(Expr, Span)> {
+    fn primary(&mut self) -> PResult<Sub> {
         let Some(open) = self.eat(&TokenKind::LParen)? else {
-            return self.leaf();
+            let (expr, span) = self.leaf()?;
+            return Ok((expr, span, 0));
         };
-        let (inner, _) = self.expr()?;
+        self.enter(open.span)?;
+        let inner = self.sum();
+        self.leave();
+        let (inner, _, depth) = inner?;
         let close = self.expect(
             &TokenKind::RParen,
             "`)` to close the parenthesized expression",
         )?;
-        Ok((inner, open.span.to(close.span)))
+        let depth = self.one_deeper(depth, open.span)?;
+        Ok((inner, open.span.to(close.span), depth))
     }
 
     /// A numeric literal after a unary minus at `minus`.
@@ -1843,16 +1902,56 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         assert_err("a(12ab).", 1, 3, "invalid number literal `12ab`");
     }
 
+    /// The message for an expression deeper than [`MAX_EXPR_DEPTH`].
+    fn too_deep_message() -> String {
+        format!("expression nested too deeply (more than {MAX_EXPR_DEPTH} levels)")
+    }
+
     #[test]
     fn error_deep_nesting_is_reported_not_overflowed() {
         let deep = format!("a({}1{}).", "(".repeat(10_000), ")".repeat(10_000));
-        let e = parse_err(&deep);
-        assert_eq!(e.message, "expression nested too deeply");
-        let minus = format!("a({}x).", "-".repeat(10_000));
-        assert_eq!(parse_err(&minus).message, "expression nested too deeply");
-        // Moderate nesting is fine.
-        let ok = format!("a({}1{}).", "(".repeat(100), ")".repeat(100));
-        assert_eq!(show(&only_rule(&ok).head.args[0]), "1");
+        // At the first `(` past the bound: column 3 + MAX_EXPR_DEPTH.
+        assert_err(&deep, 1, 3 + MAX_EXPR_DEPTH, &too_deep_message());
+        let minus = format!("a({}x).", "- ".repeat(10_000));
+        assert_err(&minus, 1, 3 + 2 * MAX_EXPR_DEPTH, &too_deep_message());
+        // A left-associative chain is as deep as it is long: the error is at the
+        // operator that makes it one level too deep.
+        let chain = format!("a(1{}).", "+1".repeat(16_000));
+        assert_err(&chain, 1, 4 + 2 * MAX_EXPR_DEPTH, &too_deep_message());
+        let products = format!("a(x) :- b(x), x = x{}.", "*x".repeat(16_000));
+        assert_eq!(parse_err(&products).message, too_deep_message());
+        // Parentheses around a chain that is just short enough: the `(` that pushes it
+        // over is reported.
+        let wrapped = format!("a(((1{}))).", "+1".repeat(MAX_EXPR_DEPTH - 1));
+        assert_err(&wrapped, 1, 3, &too_deep_message());
+        // Right-nested: `1 + (1 + (1 + ...))` goes two levels per term.
+        let right = format!("a({}1{}).", "1 + (".repeat(200), ")".repeat(200));
+        assert_eq!(parse_err(&right).message, too_deep_message());
+    }
+
+    #[test]
+    fn expressions_up_to_the_bound_parse() {
+        let n = MAX_EXPR_DEPTH;
+        let parens = format!("a({}1{}).", "(".repeat(n), ")".repeat(n));
+        assert_eq!(show(&only_rule(&parens).head.args[0]), "1");
+        let minus = format!("a({}x).", "-".repeat(n));
+        assert!(matches!(&only_rule(&minus).head.args[0], Expr::Neg(..)));
+        let chain = format!("a(1{}).", "+1".repeat(n));
+        assert!(matches!(
+            &only_rule(&chain).head.args[0],
+            Expr::Binary { .. }
+        ));
+        let mixed = format!(
+            "a(x) :- b(x), x < {}x{}.",
+            "-(".repeat(n / 2),
+            ")".repeat(n / 2)
+        );
+        assert_eq!(only_rule(&mixed).body.len(), 2);
+        // A chain of parenthesized groups is as deep as the chain.
+        let groups = format!("a(1{}).", " + (1 * 2)".repeat(n - 3));
+        assert!(parse(&file(&groups)).is_ok());
+        let groups = format!("a(1{}).", " + (1 * 2)".repeat(n + 1));
+        assert_eq!(parse_err(&groups).message, too_deep_message());
     }
 
     #[test]

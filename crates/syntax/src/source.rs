@@ -156,20 +156,41 @@ impl fmt::Display for Diagnostic {
         if let Some((text, col, width)) = &self.snippet {
             let num = self.line.to_string();
             let pad = " ".repeat(num.len());
-            let lead: String = text
-                .chars()
-                .take(col - 1)
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
+            let chars: Vec<char> = text.chars().collect();
+            let caret = (col - 1).min(chars.len());
+            // A long line (a generated rule, a 32 KB session line) is cut to a window
+            // around the caret.
+            let (from, to) = if chars.len() <= SNIPPET_CHARS {
+                (0, chars.len())
+            } else {
+                let from = caret.saturating_sub(SNIPPET_CONTEXT);
+                (from, (from + SNIPPET_CHARS).min(chars.len()))
+            };
+            let width = (*width).max(1).min(to.saturating_sub(caret).max(1));
+            let (open, close) = (
+                if from > 0 { "..." } else { "" },
+                if to < chars.len() { "..." } else { "" },
+            );
+            let shown: String = chars[from..to].iter().collect();
+            let lead: String = chars[from..caret]
+                .iter()
+                .map(|&c| if c == '\t' { '\t' } else { ' ' })
                 .collect();
+            let open_pad = " ".repeat(open.len());
             write!(
                 f,
-                "\n {num} | {text}\n {pad} | {lead}{}",
-                "^".repeat((*width).max(1))
+                "\n {num} | {open}{shown}{close}\n {pad} | {open_pad}{lead}{}",
+                "^".repeat(width)
             )?;
         }
         Ok(())
     }
 }
+
+/// Lines longer than this many characters are shown cut, around the caret.
+const SNIPPET_CHARS: usize = 120;
+/// How much of a cut line is shown before the caret.
+const SNIPPET_CONTEXT: usize = 40;
 
 impl std::error::Error for Diagnostic {}
 
@@ -188,6 +209,32 @@ mod tests {
         assert!(s.starts_with("p.dl:2:3: error: bad"), "{s}");
         assert!(s.contains("b(x) :- c(y)."), "{s}");
         assert!(s.ends_with("  ^"), "{s}");
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let line = format!("p(1{}).", "+1".repeat(16_000));
+        let f = SourceFile::new("s", line.as_str());
+        let d = Diagnostic::at(&f, Span::new(515, 516), "too deep");
+        let s = d.to_string();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "s:1:516: error: too deep");
+        assert!(lines[1].len() < 200 && lines[1].contains("...+1+1"), "{s}");
+        // The caret is under the character the column names.
+        let caret = lines[2].find('^').expect("a caret");
+        assert_eq!(&lines[1][caret..caret + 1], &line[515..516]);
+        assert!(lines[1].ends_with("..."), "{s}");
+        // Near the start of the line, no leading cut.
+        let d = Diagnostic::at(&f, Span::new(2, 3), "x").to_string();
+        let lines: Vec<&str> = d.lines().collect();
+        assert!(lines[1].starts_with(" 1 | p(1+1"), "{d}");
+        assert_eq!(lines[2].find('^'), lines[1].find("1+1"));
+        // Near the end, no trailing cut; a caret just past the end still shows.
+        let end = line.len();
+        let d = Diagnostic::at(&f, Span::new(end, end), "x").to_string();
+        let lines: Vec<&str> = d.lines().collect();
+        assert!(lines[1].ends_with("+1)."), "{d}");
+        assert_eq!(lines[2].find('^'), Some(lines[1].len()), "{d}");
     }
 
     #[test]
