@@ -222,7 +222,10 @@ fn recover(
     let acknowledged = acked.len() as u64;
     match (n, in_flight) {
         (n, _) if n == acknowledged => {}
-        (n, Some(t)) if n == acknowledged + 1 => acked.push(t),
+        (n, Some(t)) if n == acknowledged + 1 => {
+            eprintln!("the transaction in flight was recovered");
+            acked.push(t)
+        }
         (n, _) => {
             panic!("recovered commit {n}, but commit {acknowledged} was the last acknowledged")
         }
@@ -274,7 +277,7 @@ fn session_killed_at_random_points_recovers_every_acknowledged_commit() {
                 text.push_str("commit\n");
             }
             s.send(&text);
-            std::thread::sleep(Duration::from_micros(rng.below(30_000)));
+            std::thread::sleep(Duration::from_micros(rng.below(150_000)));
             kill9(&mut s.child);
             let start = acked.len() as u64;
             let mut k = 0;
@@ -285,6 +288,10 @@ fn session_killed_at_random_points_recovers_every_acknowledged_commit() {
                     k += 1;
                 }
             }
+            eprintln!(
+                "session seed {seed} round {round} ({engine}): {k} of {} acknowledged before the kill",
+                sent.len()
+            );
             acked.extend(sent[..k].iter().cloned());
             in_flight = sent.get(k).cloned();
         }
@@ -369,7 +376,7 @@ fn server_killed_at_random_points_recovers_every_acknowledged_commit() {
                 numbers
             })
         };
-        std::thread::sleep(Duration::from_micros(rng.below(80_000)));
+        std::thread::sleep(Duration::from_micros(rng.below(300_000)));
         kill9(&mut child);
         let numbers = client.join().expect("the client ends");
         let start = acked.len() as u64;
@@ -377,6 +384,7 @@ fn server_killed_at_random_points_recovers_every_acknowledged_commit() {
             assert_eq!(*n, start + 1 + k as u64, "commit numbers continue");
         }
         let k = numbers.len();
+        eprintln!("serve: {k} of {} acknowledged before the kill", sent.len());
         acked.extend(sent[..k].iter().cloned());
         in_flight = sent.get(k).cloned();
     }
@@ -384,4 +392,52 @@ fn server_killed_at_random_points_recovers_every_acknowledged_commit() {
     let mut s = recover(dir, "seminaive", &mut acked, in_flight.take());
     s.send("quit\n");
     let _ = s.child.wait();
+}
+
+#[test]
+fn a_folder_in_use_or_made_for_another_program_is_refused_and_a_clean_exit_resumes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path();
+    setup(dir);
+    let mut s = session(dir, "seminaive");
+    assert_eq!(commit_number(&s.line()), Some(0));
+    s.send("+ edge(7, 8).\ncommit\n");
+    assert_eq!(commit_number(&s.line()), Some(1));
+    // A second process on the same folder stops with the reason.
+    let second = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .args(["session", "p.dl", "--data-dir", "data"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(err.contains("in use by another process"), "{err}");
+    s.send("quit\n");
+    let _ = s.child.wait();
+    // A clean exit took a snapshot: the log is empty, and a restart continues.
+    assert_eq!(
+        std::fs::metadata(dir.join("data/wal"))
+            .map(|m| m.len())
+            .ok(),
+        Some(0)
+    );
+    let mut s = session(dir, "seminaive");
+    assert_eq!(commit_number(&s.line()), Some(1));
+    s.send("? edge(7, x).\n+ edge(8, 9).\ncommit\nquit\n");
+    assert_eq!(s.line(), "edge(7, 8).");
+    assert_eq!(s.line(), "1 result");
+    assert_eq!(commit_number(&s.line()), Some(2));
+    let _ = s.child.wait();
+    // Another program text is refused: the folder holds the state of the first.
+    std::fs::write(dir.join("p.dl"), format!("{PROGRAM}// changed\n")).expect("writes");
+    let other = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .args(["session", "p.dl", "--data-dir", "data"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(!other.status.success());
+    assert!(err.contains("another program text"), "{err}");
 }
