@@ -508,7 +508,8 @@ pub fn scan_log(bytes: &[u8]) -> Result<Scan, String> {
             Frame::Bad(reason) => reason,
         };
         // Is there a good record further on? Then this is no torn write.
-        if let Some(q) = (at + 1..bytes.len()).find(|&q| good_record_at(bytes, q)) {
+        let after = records.last().map(|r: &Record| r.commit);
+        if let Some(q) = (at + 1..bytes.len()).find(|&q| good_record_at(bytes, q, after)) {
             return Err(format!(
                 "the log is corrupt at byte {at} ({reason}) and a good record follows at byte {q}: \
                  refusing to skip acknowledged commits"
@@ -530,7 +531,8 @@ pub fn scan_log(bytes: &[u8]) -> Result<Scan, String> {
     })
 }
 
-fn good_record_at(bytes: &[u8], at: usize) -> bool {
+/// Whether a record that decodes, of a commit after `after`, starts at `at`.
+fn good_record_at(bytes: &[u8], at: usize, after: Option<u64>) -> bool {
     if bytes.len() - at < HEADER {
         return false;
     }
@@ -540,7 +542,9 @@ fn good_record_at(bytes: &[u8], at: usize) -> bool {
         return false;
     }
     match parse_frame(bytes, at) {
-        Frame::Good { payload, .. } => decode_record(payload).is_ok(),
+        Frame::Good { payload, .. } => {
+            decode_record(payload).is_ok_and(|r| after.is_none_or(|c| r.commit > c))
+        }
         Frame::Bad(_) => false,
     }
 }
