@@ -441,3 +441,79 @@ fn a_folder_in_use_or_made_for_another_program_is_refused_and_a_clean_exit_resum
     assert!(!other.status.success());
     assert!(err.contains("another program text"), "{err}");
 }
+
+/// Run `dynalog session p.dl --data-dir data` as process 0 of two (process 1 follows,
+/// with the same command line: it ignores the folder), `script` on its input; returns
+/// process 0's standard output.
+fn cluster_session(dir: &Path, script: &str) -> String {
+    let listeners: Vec<std::net::TcpListener> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    let hosts: String = listeners
+        .iter()
+        .map(|l| format!("{}\n", l.local_addr().expect("address")))
+        .collect();
+    drop(listeners);
+    std::fs::write(dir.join("hosts"), hosts).expect("hostfile");
+    let spawn = |p: &str| {
+        Command::new(env!("CARGO_BIN_EXE_dynalog"))
+            .args([
+                "session",
+                "p.dl",
+                "-F",
+                ".",
+                "--data-dir",
+                "data",
+                "--quiet",
+            ])
+            .args(["-n", "2", "-p", p, "-h", "hosts", "--connect-timeout", "60"])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts")
+    };
+    let mut follower = spawn("1");
+    let mut leader = spawn("0");
+    leader
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("writes");
+    let out = leader.wait_with_output().expect("ends");
+    let _ = follower.wait();
+    assert!(out.status.success(), "process 0 failed");
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn a_cluster_session_logs_on_process_0_and_recovers_rule_changes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path();
+    setup(dir);
+    let t: Vec<Vec<String>> = vec![
+        vec!["+ edge(3, 4).".into(), "+ label(4, \"four\").".into()],
+        vec!["+ path(x, y) :- edge(y, x).".into()],
+        vec!["load edge more.facts".into(), "- edge(1, 2).".into()],
+    ];
+    let mut script = String::new();
+    for tr in &t {
+        script.push_str(&format!("{}\ncommit\n", tr.join("\n")));
+    }
+    let out = cluster_session(dir, &script);
+    assert!(out.contains("\ncommit 3: "), "{out}");
+    let mut ask = String::new();
+    for r in RELATIONS {
+        ask.push_str(&format!("dump {r}\n"));
+    }
+    ask.push_str("rules\n");
+    let out = cluster_session(dir, &ask);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().and_then(commit_number), Some(3), "{out}");
+    assert_eq!(
+        lines.map(str::to_string).collect::<Vec<_>>(),
+        reference(dir, &t)
+    );
+}
