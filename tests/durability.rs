@@ -242,7 +242,20 @@ fn kill9(child: &mut Child) {
 
 #[test]
 fn session_killed_at_random_points_recovers_every_acknowledged_commit() {
-    for seed in [1u64, 2, 3] {
+    kill_sessions(1..=3, 4);
+}
+
+/// The same with 40 seeds of 6 kills each (about 20 s on 2 cores).
+#[test]
+#[ignore]
+fn session_killed_at_many_random_points_recovers_every_acknowledged_commit() {
+    kill_sessions(100..=139, 6);
+}
+
+/// For each seed, `rounds` kills of a session (every odd round of seeds divisible by 3
+/// on the differential engine, the others on the reference engine), then a last check.
+fn kill_sessions(seeds: std::ops::RangeInclusive<u64>, rounds: usize) {
+    for seed in seeds {
         let tmp = tempfile::tempdir().expect("tmp");
         let dir = tmp.path();
         setup(dir);
@@ -250,8 +263,8 @@ fn session_killed_at_random_points_recovers_every_acknowledged_commit() {
         // acked[i] is commit i + 1 (commit 0 loads the inputs).
         let mut acked: Vec<Vec<String>> = Vec::new();
         let mut in_flight = None;
-        for round in 0..4 {
-            let engine = if seed == 3 && round % 2 == 1 {
+        for round in 0..rounds {
+            let engine = if seed % 3 == 0 && round % 2 == 1 {
                 "diff"
             } else {
                 "seminaive"
