@@ -52,7 +52,12 @@ pub struct LiveArgs {
     pub data_dir: Option<PathBuf>,
     /// With --data-dir: fold the log into a snapshot every N commits (0: only when the
     /// log passes 64 MiB and at a clean exit).
-    #[arg(long = "snapshot-every", value_name = "N", default_value_t = 10_000)]
+    #[arg(
+        long = "snapshot-every",
+        value_name = "N",
+        default_value_t = 10_000,
+        requires = "data_dir"
+    )]
     pub snapshot_every: u64,
 }
 
