@@ -12,8 +12,13 @@ throughput of the session, not the round trip of a pipe), timed from the first w
 to the last summary line. Prints one line per configuration: the median, min and max
 commits per second over RUNS runs. The data folders go under DATA_PARENT (default: a
 temporary folder under /tmp), so the disk measured is that folder's.
+
+Then the same over HTTP: `dynalog serve` on loopback, COMMITS sequential
+`POST /transactions` of one fact each on one keep-alive connection, timed from the
+first request to the last answer (an answer is sent after the commit is logged).
 """
 
+import http.client
 import os
 import shutil
 import statistics
@@ -57,6 +62,32 @@ def run(binary, commits, parent, extra):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def run_serve(binary, commits, parent, extra):
+    work = tempfile.mkdtemp(dir=parent)
+    try:
+        shutil.copy(os.path.join(ROOT, "programs", "tc.dl"), os.path.join(work, "tc.dl"))
+        open(os.path.join(work, "edge.facts"), "w").close()
+        args = [binary, "serve", "tc.dl", "-F", ".", "--listen", "127.0.0.1:0", *extra]
+        proc = subprocess.Popen(args, cwd=work, stdout=subprocess.PIPE, text=True)
+        try:
+            first = proc.stdout.readline().strip()
+            host, port = first.split("http://")[1].rsplit(":", 1)
+            conn = http.client.HTTPConnection(host, int(port))
+            start = time.perf_counter()
+            for i in range(commits):
+                conn.request("POST", "/transactions", body=f"+ edge({2 * i}, {2 * i + 1}).")
+                answer = conn.getresponse()
+                answer.read()
+                if answer.status != 200:
+                    sys.exit(f"transaction {i} refused: {answer.status}")
+            return commits / (time.perf_counter() - start)
+        finally:
+            proc.terminate()
+            proc.wait()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -73,14 +104,14 @@ def main():
         ("no --data-dir", []),
         ("--data-dir (fsync per commit)", ["--data-dir", "data"]),
     ]
-    for name, args in configs:
-        rates = [run(binary, commits, parent, [*args, *extra]) for _ in range(runs)]
-        print(
-            f"{name:32} {statistics.median(rates):8.0f} commits/s median "
-            f"(min {min(rates):.0f}, max {max(rates):.0f}; {runs} runs of {commits} commits; "
-            f"session args {' '.join(extra) or '(default)'})"
-        )
-
+    for command, measure in [("session", run), ("serve", run_serve)]:
+        for name, args in configs:
+            rates = [measure(binary, commits, parent, [*args, *extra]) for _ in range(runs)]
+            print(
+                f"{command:8}{name:32} {statistics.median(rates):8.0f} commits/s median "
+                f"(min {min(rates):.0f}, max {max(rates):.0f}; {runs} runs of {commits} "
+                f"commits; args {' '.join(extra) or '(default)'})"
+            )
 
 if __name__ == "__main__":
     main()
