@@ -5,7 +5,9 @@
 //!
 //! * [`live`]: a materialization that lives across transactions of facts and rules,
 //!   addressed with text (the API behind `dynalog session` and `dynalog serve`).
+//! * [`durable`]: the write-ahead log and snapshots of `--data-dir` (crash recovery).
 
+pub mod durable;
 pub mod live;
 
 pub use live::{Commit, Error, Materialization};

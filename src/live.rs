@@ -45,6 +45,7 @@
 //! assert!(!m.contains_fact("edge(3, 4).").unwrap());
 //! ```
 
+use crate::durable::{DataDir, Record, State};
 use dynalog_analysis::{PatternArg, Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
 use dynalog_engines::{Change, Engine};
@@ -133,6 +134,17 @@ pub struct Materialization {
     /// are forgotten when it is aborted or refused (and those of a refused line or of a
     /// query at once), so refused input never grows the symbol table.
     committed_symbols: usize,
+    /// The data folder every commit is logged to (see [`crate::durable`]).
+    durable: Option<DataDir>,
+    /// Random per process start, or the data folder's.
+    instance: String,
+    /// Base-fact changes the engine staged itself (the first program's inline facts)
+    /// that no commit logged yet.
+    unlogged_inline: Vec<StagedFact>,
+    /// RDF file numbers below this one are logged.
+    rdf_logged: u32,
+    /// The next commit rebuilds a recovered state: it is not logged.
+    recovering: bool,
 }
 
 impl Materialization {
@@ -173,6 +185,11 @@ impl Materialization {
     ) -> Result<Materialization, Error> {
         let program = check_text(name, text)?;
         let symbols = program.symbols.clone();
+        let unlogged_inline = program
+            .facts
+            .iter()
+            .map(|(r, t)| (true, *r, t.clone()))
+            .collect();
         let mut engine = start(program).map_err(|e| Error::msg(format!("error: {e}")))?;
         engine.track_changes(true);
         Ok(Materialization {
@@ -186,7 +203,120 @@ impl Materialization {
             rdf_files: Default::default(),
             load_policy: LoadPolicy::default(),
             committed_symbols: 0,
+            durable: None,
+            instance: crate::durable::random_id(),
+            unlogged_inline,
+            rdf_logged: 0,
+            recovering: false,
         })
+    }
+
+    /// Log every commit to a data folder from now on (see [`crate::durable`]), and, if
+    /// it holds a `state` ([`DataDir::open`] returns it), rebuild that state: its
+    /// program and base facts are staged, and the next commit applies them, is not
+    /// logged, and takes the number of the last logged commit, so the commit after it
+    /// continues the numbering. Call it before the first commit, with nothing staged
+    /// (a recovered state replaces the program's `.input` files: do not stage them).
+    /// The instance id becomes the folder's.
+    pub fn attach_data_dir(&mut self, dir: DataDir, state: Option<State>) -> Result<(), Error> {
+        if self.commits > 0 || self.has_staged() {
+            return Err(Error::msg(
+                "a data folder is attached before the first commit, with nothing staged",
+            ));
+        }
+        self.instance = dir.instance_id().to_string();
+        if let Some(state) = state {
+            self.restore(&state)?;
+        }
+        self.durable = Some(dir);
+        Ok(())
+    }
+
+    fn restore(&mut self, state: &State) -> Result<(), Error> {
+        use crate::durable::StoredValue;
+        let Some(last) = state.last_commit else {
+            return Ok(());
+        };
+        let target = if state.program != self.text {
+            let p = self.check_program(&state.program).map_err(|e| {
+                Error::msg(format!(
+                    "the recovered program does not check: {}",
+                    e.message
+                ))
+            })?;
+            self.pending_text = Some(state.program.clone());
+            p
+        } else {
+            self.program().clone()
+        };
+        // The base facts become exactly the recovered ones: the target program's
+        // inline facts out, the recovered facts in (engines apply staged changes in order).
+        for (r, t) in &target.facts {
+            self.staged.push((false, *r, t.clone()));
+        }
+        for (name, set) in &state.facts {
+            let rel = target.relation_id(name).ok_or_else(|| {
+                Error::msg(format!(
+                    "the data folder holds facts of `{name}`, which the program does not declare"
+                ))
+            })?;
+            let types = target.relation(rel).types.clone();
+            for values in set {
+                if values.len() != types.len() {
+                    return Err(Error::msg(format!(
+                        "the data folder holds a fact of `{name}` with {} values instead of {}",
+                        values.len(),
+                        types.len()
+                    )));
+                }
+                let mut tuple = Vec::with_capacity(values.len());
+                for (v, t) in values.iter().zip(&types) {
+                    tuple.push(match (v, *t == Type::Symbol) {
+                        (StoredValue::Symbol(s), true) => self.symbols.intern(s),
+                        (StoredValue::Bits(b), false) => *b,
+                        _ => {
+                            return Err(Error::msg(format!(
+                                "the data folder holds a fact of `{name}` whose types differ from its declaration"
+                            )));
+                        }
+                    });
+                }
+                self.staged.push((true, rel, tuple));
+            }
+        }
+        for (path, id) in &state.rdf_files {
+            self.rdf_files.insert(std::path::PathBuf::from(path), *id);
+        }
+        self.rdf_logged = self.rdf_files.len() as u32;
+        self.commits = last;
+        self.recovering = true;
+        Ok(())
+    }
+
+    /// The instance id: the data folder's (fixed when it was created), or random per
+    /// process start without one. With the commit number it names a state: followers
+    /// of the changes can tell a restart without a data folder from one with.
+    pub fn instance_id(&self) -> &str {
+        &self.instance
+    }
+
+    /// The data folder, if commits are logged.
+    pub fn data_dir(&self) -> Option<&DataDir> {
+        self.durable.as_ref()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn data_dir_mut(&mut self) -> Option<&mut DataDir> {
+        self.durable.as_mut()
+    }
+
+    /// Take a snapshot of the data folder now (dropping the materialization takes one
+    /// too). Nothing happens without a data folder.
+    pub fn snapshot(&mut self) -> Result<(), Error> {
+        match &mut self.durable {
+            Some(d) => d.snapshot().map_err(Error::msg),
+            None => Ok(()),
+        }
     }
 
     /// Read the program's `.input` files from `fact_dir` and stage their facts for
@@ -360,11 +490,6 @@ impl Materialization {
     /// The engine's name.
     pub fn engine_name(&self) -> &'static str {
         self.engine.name()
-    }
-
-    /// Identifies this materialization (TEMPORARY until durability lands).
-    pub fn instance_id(&self) -> &str {
-        "00000000000000000000000000000000"
     }
 
     /// Number of commits made so far.
@@ -575,15 +700,39 @@ impl Materialization {
     /// whole transaction is discarded.
     pub fn commit(&mut self) -> Result<Commit, Error> {
         let started = Instant::now();
-        if let Some(text) = self.pending_text.take() {
-            let next = match self.check_program(&text) {
-                Ok(p) => p,
+        let next = match self.pending_text.take() {
+            Some(text) => match self.check_program(&text) {
+                Ok(p) => Some((text, p)),
                 Err(e) => {
                     self.staged.clear();
                     self.symbols.truncate(self.committed_symbols);
                     return Err(e);
                 }
+            },
+            None => None,
+        };
+        // Log first: a commit is applied only once it is on disk.
+        let creation_inline = std::mem::take(&mut self.unlogged_inline);
+        let logged = if self.durable.is_none() || self.recovering {
+            false
+        } else {
+            let record = self.record(next.as_ref(), &creation_inline);
+            let appended = match &mut self.durable {
+                Some(d) => d.append(&record),
+                None => Ok(()),
             };
+            if let Err(e) = appended {
+                self.staged.clear();
+                self.symbols.truncate(self.committed_symbols);
+                self.unlogged_inline = creation_inline;
+                return Err(Error::msg(format!(
+                    "the transaction could not be logged, nothing was applied: {e}"
+                )));
+            }
+            self.rdf_logged = self.rdf_files.len() as u32;
+            true
+        };
+        if let Some((text, next)) = next {
             self.symbols = next.symbols.clone();
             self.engine.set_program(next);
             self.text = text;
@@ -595,19 +744,77 @@ impl Materialization {
                 self.engine.remove(rel, &tuple);
             }
         }
-        self.engine
-            .commit()
-            .map_err(|e| Error::msg(format!("the engine failed: {e}")))?;
+        if let Err(e) = self.engine.commit() {
+            if logged && let Some(d) = &mut self.durable {
+                d.undo_last();
+            }
+            return Err(Error::msg(format!("the engine failed: {e}")));
+        }
         self.committed_symbols = self.symbols.len();
         let mut changes = self.engine.last_changes().to_vec();
         self.sort_changes(&mut changes);
         let number = self.commits;
         self.commits += 1;
+        self.recovering = false;
+        if logged && let Some(d) = &mut self.durable {
+            d.maybe_snapshot();
+        }
         Ok(Commit {
             number,
             changes,
             elapsed: started.elapsed(),
         })
+    }
+
+    /// The log record of the transaction being committed: the inline facts the engine
+    /// stages itself (at creation, and for a new program), then the staged facts.
+    fn record(&self, next: Option<&(String, Program)>, creation_inline: &[StagedFact]) -> Record {
+        use crate::durable::{FactChange, ProgramChange, StoredValue};
+        let program = next.map_or(self.program(), |(_, p)| p);
+        let symbols = next.map_or(&self.symbols, |(_, p)| &p.symbols);
+        let inline = next.map(|(_, p)| dynalog_engines::inline_fact_changes(self.program(), p));
+        let old = self.program();
+        let stored = |(insert, rel, tuple): &StagedFact| {
+            // Ids are stable across programs; a relation the new program dropped is
+            // named by the old one.
+            let r = program
+                .relations
+                .get(*rel as usize)
+                .or_else(|| old.relations.get(*rel as usize))?;
+            Some(FactChange {
+                insert: *insert,
+                relation: r.name.clone(),
+                values: tuple
+                    .iter()
+                    .zip(&r.types)
+                    .map(|(&v, t)| match t {
+                        Type::Symbol => StoredValue::Symbol(symbols.resolve(v).to_string()),
+                        _ => StoredValue::Bits(v),
+                    })
+                    .collect(),
+            })
+        };
+        let mut rdf_files: Vec<(String, u32)> = self
+            .rdf_files
+            .iter()
+            .filter(|(_, id)| **id >= self.rdf_logged)
+            .map(|(p, id)| (p.to_string_lossy().into_owned(), *id))
+            .collect();
+        rdf_files.sort_by_key(|(_, id)| *id);
+        Record {
+            commit: self.commits,
+            program: next.map(|(text, p)| ProgramChange {
+                text: text.clone(),
+                relations: p.relations.iter().map(|r| r.name.clone()).collect(),
+            }),
+            rdf_files,
+            facts: creation_inline
+                .iter()
+                .chain(inline.iter().flatten())
+                .chain(&self.staged)
+                .filter_map(stored)
+                .collect(),
+        }
     }
 
     /// Parse and check a new program text against the current program.

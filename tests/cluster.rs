@@ -332,7 +332,14 @@ fn session_in_cluster(name: &str, workers: usize, expect_success: bool) {
     let (program, facts) = (header(&script, "program"), header(&script, "facts"));
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts = hostfile(tmp.path(), 2);
-    let args = ["session", program, "-F", facts, "--engine", "diff"];
+    let mut args = vec!["session", program, "-F", facts, "--engine", "diff"];
+    // `# allow-load: DIR`: where `load`/`unload` may read (by default the fact folder).
+    if let Some(dir) = script
+        .lines()
+        .find_map(|l| l.strip_prefix("# allow-load: "))
+    {
+        args.extend(["--allow-load", dir]);
+    }
     let (o, follower) = session_pair(&args, &hosts, workers, &script);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
