@@ -44,10 +44,18 @@
 //! assert!(m.commit().is_err());
 //! assert!(!m.contains_fact("edge(3, 4).").unwrap());
 //! ```
+//!
+//! # Limits
+//!
+//! [`Materialization::set_limits`] bounds every transaction after the first (which
+//! loads the inputs and is never limited): the facts one commit may change and the
+//! time it may take ([`Limits`]). A commit over a limit stops while it evaluates, is
+//! refused with an [`Error`] whose `limit` names the limit, and leaves the
+//! materialization, the program and the facts exactly as they were.
 
 use dynalog_analysis::{PatternArg, Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
-use dynalog_engines::{Change, Engine};
+use dynalog_engines::{Change, Engine, LimitExceeded, Limits};
 use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
 use std::cmp::Ordering;
 use std::fmt;
@@ -61,6 +69,9 @@ pub struct Error {
     pub message: String,
     /// Where, in the text handed to the call (1-based line and column), when known.
     pub position: Option<(usize, usize)>,
+    /// The limit a refused commit exceeded ([`Materialization::set_limits`]); nothing of
+    /// the transaction was applied.
+    pub limit: Option<LimitExceeded>,
 }
 
 impl Error {
@@ -68,6 +79,7 @@ impl Error {
         Error {
             message: message.into(),
             position: None,
+            limit: None,
         }
     }
 
@@ -75,6 +87,30 @@ impl Error {
         Error {
             message: d.message.clone(),
             position: Some((d.line, d.col)),
+            limit: None,
+        }
+    }
+
+    /// A commit refused by a limit, with how to change the limit.
+    fn limit(limit: LimitExceeded) -> Error {
+        let message = match limit {
+            LimitExceeded::Changes(n) => format!(
+                "the transaction changes more than {n} facts, the limit of \
+                 changes per commit (--max-changes {n}; raise it, or 0 for no limit); it was \
+                 rolled back, nothing changed"
+            ),
+            LimitExceeded::Time(t) => format!(
+                "the transaction took more than {} s, the limit of time per \
+                 commit (--max-commit-time {}; raise it, or 0 for no limit); it was rolled \
+                 back, nothing changed",
+                t.as_secs_f64(),
+                t.as_secs_f64()
+            ),
+        };
+        Error {
+            message,
+            position: None,
+            limit: Some(limit),
         }
     }
 }
@@ -127,6 +163,8 @@ pub struct Materialization {
     commits: u64,
     /// RDF files loaded so far, numbered for their blank nodes.
     rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
+    /// Limits of the commits after the first ([`Materialization::set_limits`]).
+    limits: Limits,
 }
 
 impl Materialization {
@@ -178,6 +216,7 @@ impl Materialization {
             staged: Vec::new(),
             commits: 0,
             rdf_files: Default::default(),
+            limits: Limits::NONE,
         })
     }
 
@@ -490,6 +529,29 @@ impl Materialization {
         Ok(true)
     }
 
+    /// Bound every commit after the first (which loads the inputs): see [`Limits`]. A
+    /// commit over a limit is refused and rolled back. `Err` if the engine cannot
+    /// enforce limits (the differential engine over several processes).
+    pub fn set_limits(&mut self, limits: Limits) -> Result<(), Error> {
+        self.engine
+            .set_limits(limits)
+            .map_err(|e| Error::msg(format!("error: {e}")))?;
+        self.limits = limits;
+        Ok(())
+    }
+
+    /// The limits set by [`Materialization::set_limits`].
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Why the materialization can no longer be used, once its engine failed (a worker
+    /// failed, a process of its cluster was lost or stopped answering): every commit
+    /// then returns this error. `None` while it works.
+    pub fn failed(&self) -> Option<String> {
+        self.engine.failed()
+    }
+
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
         !self.staged.is_empty() || self.pending_text.is_some()
@@ -506,6 +568,16 @@ impl Materialization {
     /// whole transaction is discarded.
     pub fn commit(&mut self) -> Result<Commit, Error> {
         let started = Instant::now();
+        // The first transaction (loading the inputs) is not limited.
+        let limits = if self.commits == 0 {
+            Limits::NONE
+        } else {
+            self.limits
+        };
+        self.engine.set_limits(limits).map_err(Error::msg)?;
+        // A refused commit restores the text (the symbols it interned may stay: the
+        // table only grows, and an unused symbol is harmless).
+        let previous = self.pending_text.as_ref().map(|_| self.text.clone());
         if let Some(text) = self.pending_text.take() {
             let next = match self.check_program(&text) {
                 Ok(p) => p,
@@ -525,9 +597,15 @@ impl Materialization {
                 self.engine.remove(rel, &tuple);
             }
         }
-        self.engine
-            .commit()
-            .map_err(|e| Error::msg(format!("the engine failed: {e}")))?;
+        if let Err(e) = self.engine.commit() {
+            if let Some(limit) = e.limit {
+                if let Some(text) = previous {
+                    self.text = text;
+                }
+                return Err(Error::limit(limit));
+            }
+            return Err(Error::msg(format!("the engine failed: {e}")));
+        }
         let mut changes = self.engine.last_changes().to_vec();
         self.sort_changes(&mut changes);
         let number = self.commits;

@@ -40,6 +40,15 @@ pub struct LiveArgs {
     /// transactions; the others hold their share of the dataflow.
     #[command(flatten)]
     pub cluster: crate::run::ClusterArgs,
+    /// Refuse (and roll back) a transaction that changes more than N facts (inserted
+    /// plus deleted, derived ones included); 0 for no limit. The first transaction,
+    /// which loads the inputs, is not limited.
+    #[arg(long = "max-changes", value_name = "N")]
+    pub max_changes: Option<u64>,
+    /// Refuse (and roll back) a transaction whose commit takes more than SECONDS; 0 for
+    /// no limit. The first transaction is not limited.
+    #[arg(long = "max-commit-time", value_name = "SECONDS")]
+    pub max_commit_time: Option<f64>,
 }
 
 /// What [`LiveArgs::open`] starts.
@@ -75,8 +84,37 @@ impl LiveArgs {
             }
         }
         .map_err(|e| e.to_string())?;
+        m.set_limits(self.limits(dynalog_engines::Limits::NONE)?)
+            .map_err(|e| e.to_string())?;
         m.stage_inputs(&self.fact_dir).map_err(|e| e.to_string())?;
         Ok(Live::Lead(Box::new(m)))
+    }
+
+    /// The limits per commit of `--max-changes` and `--max-commit-time`, each taken
+    /// from `default` when the flag is not given (0 is no limit).
+    pub fn limits(
+        &self,
+        default: dynalog_engines::Limits,
+    ) -> Result<dynalog_engines::Limits, String> {
+        let max_time = match self.max_commit_time {
+            None => default.max_time,
+            Some(s) if s == 0.0 => None,
+            Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+            Some(s) => {
+                return Err(format!(
+                    "error: --max-commit-time must be a number of seconds, 0 or more (got {s})"
+                ));
+            }
+        };
+        let max_changes = match self.max_changes {
+            None => default.max_changes,
+            Some(0) => None,
+            Some(n) => Some(n),
+        };
+        Ok(dynalog_engines::Limits {
+            max_changes,
+            max_time,
+        })
     }
 
     /// [`LiveArgs::open`] for a front end that only drives a materialization: a
