@@ -923,6 +923,42 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_over_a_limit_is_refused_and_leaves_everything_as_it_was() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = Materialization::new("tc.dl", TC, engine, 1).expect("checks");
+            m.set_limits(Limits {
+                max_changes: Some(5),
+                max_time: None,
+            })
+            .expect("limits");
+            // The first transaction (the load) is not limited: 3 edges, 9 paths.
+            for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 1)"] {
+                m.insert_fact(f).expect("a fact");
+            }
+            m.commit().expect("the load is not limited");
+            let rules = m.rules();
+            // A new node reached from the cycle: 1 edge and 3 paths, within 5.
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            m.commit().expect("4 changes");
+            // A rule and a fact: 1 edge, `path(5, 1..5)`: over 5.
+            m.add_rules("path(x, x) :- edge(x, _).").expect("parses");
+            m.insert_fact("edge(5, 1)").expect("a fact");
+            let e = m.commit().expect_err("over the limit");
+            assert_eq!(e.limit, Some(LimitExceeded::Changes(5)), "{engine}: {e}");
+            assert!(e.message.contains("--max-changes 5"), "{e}");
+            assert_eq!(m.rules(), rules, "{engine}");
+            assert_eq!(m.len("path"), Some(12), "{engine}");
+            assert_eq!(m.len("edge"), Some(4), "{engine}");
+            assert!(!m.has_staged());
+            // The next transaction works as if nothing happened (1 edge, 4 paths).
+            m.insert_fact("edge(4, 6)").expect("a fact");
+            let c = m.commit().expect("commits");
+            assert_eq!(c.number, 2, "refused commits are not numbered");
+            assert_eq!(m.len("path"), Some(16), "{engine}");
+        }
+    }
+
+    #[test]
     fn a_refused_commit_keeps_the_previous_program_and_facts() {
         for engine in dynalog_engines::ENGINE_NAMES {
             let mut m = tc(engine);

@@ -276,7 +276,10 @@ pub trait Engine {
         if limits.is_none() {
             Ok(())
         } else {
-            Err(format!("the {} engine does not support limits", self.name()))
+            Err(format!(
+                "the {} engine does not support limits",
+                self.name()
+            ))
         }
     }
 

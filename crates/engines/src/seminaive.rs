@@ -492,7 +492,9 @@ impl Engine for Seminaive {
         if stopped {
             drop(committed);
             self.roll_back(previous);
-            return Err(budget.error().unwrap_or_else(|| EngineError::new("limit exceeded")));
+            return Err(budget
+                .error()
+                .unwrap_or_else(|| EngineError::new("limit exceeded")));
         }
         self.results = committed.into_iter().map(|c| c.rows).collect();
         if let Some(max) = budget.limits().max_changes {
@@ -513,9 +515,9 @@ impl Engine for Seminaive {
             );
             if count > max {
                 self.roll_back(previous);
-                return Err(EngineError::limit_exceeded(
-                    crate::LimitExceeded::Changes(max),
-                ));
+                return Err(EngineError::limit_exceeded(crate::LimitExceeded::Changes(
+                    max,
+                )));
             }
         }
         self.saved_program = None;

@@ -16,7 +16,7 @@ use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 use timely::communication::WorkerGuards;

@@ -884,8 +884,9 @@ impl<E: Evaluator> Dred<E> {
                 stores: &self.stores,
                 old: None,
             };
-            let next =
-                self.derive(&tasks, &view, budget, |head, t| !self.stores[head].contains(t))?;
+            let next = self.derive(&tasks, &view, budget, |head, t| {
+                !self.stores[head].contains(t)
+            })?;
             drop(tasks);
             delta = next;
             first = false;

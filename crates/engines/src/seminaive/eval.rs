@@ -9,9 +9,9 @@
 //! rows unless already present (see [`Growing`]). Fresh rows are not read before the
 //! next round, so the rows the rules read do not change while they run.
 
+use crate::Budget;
 use crate::seminaive::plan::{Access, Join, KeySrc, Op, RulePlan};
 use crate::seminaive::store::{Batch, Growing, Index, Rows, hash_values, restrict};
-use crate::Budget;
 use dynalog_analysis::ir::eval_cmp;
 
 /// The readable state of one relation during an evaluation: the rows up to the current
