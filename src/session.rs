@@ -183,10 +183,30 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
     let shown = m.shown_changes(&first.changes);
     writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
 
-    let stdin = std::io::stdin();
+    // Standard input is read on a thread of its own, so that a failed engine (a
+    // process of the cluster lost or stopped) ends the session while it waits for input.
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut errors = 0usize;
-    for (i, line) in stdin.lock().lines().enumerate() {
-        let lineno = i + 1;
+    let mut lineno = 0;
+    loop {
+        let line = match lines.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(why) = m.failed() {
+                    return Err(format!("error: the session cannot go on: {why}"));
+                }
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        lineno += 1;
         let line = line.map_err(|e| format!("error: cannot read standard input: {e}"))?;
         match command(&mut m, &line, &args, &mut *changes_out, &mut out) {
             Ok(Flow::Continue) => {}
@@ -194,6 +214,12 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
             Err(reason) => {
                 errors += 1;
                 writeln!(out, "error: line {lineno}: {reason}").map_err(io_err)?;
+                // A failed engine (a lost or stopped process of the cluster) takes
+                // no more transactions: stop here.
+                if let Some(why) = m.failed() {
+                    out.flush().map_err(io_err)?;
+                    return Err(format!("error: the session cannot go on: {why}"));
+                }
             }
         }
         out.flush().map_err(io_err)?;

@@ -443,3 +443,80 @@ fn killing_process_0_of_a_session_stops_the_follower_with_an_error() {
     let _ = leader.wait();
     stops_for_the_lost_peer(follower, 0);
 }
+
+/// Wait at most `secs` for `child` to exit; kill it and fail the test if it does not.
+fn wait_bounded(mut child: Child, secs: u64, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait().expect("waits") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if started.elapsed().as_secs() >= secs => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not exit within {secs} s");
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+/// A session of two processes with a short `--peer-timeout`, process 0 past its first
+/// commit; `hurt` then does something to process 1 and a transaction is sent. Process
+/// 0 must exit, non-zero, within the bound, with an error naming process 1 that
+/// contains `reason`.
+fn session_with_a_hurt_peer(hurt: impl FnOnce(&mut Child), reason: &str) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = [
+        "session",
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--peer-timeout",
+        "2",
+    ];
+    let mut follower = spawn_in_cluster(&args, &hosts, 1, 1);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
+    let mut line = String::new();
+    let mut out = BufReader::new(leader.stdout.take().expect("stdout"));
+    out.read_line(&mut line).expect("reads");
+    assert!(line.starts_with("commit 0:"), "{line}");
+    hurt(&mut follower);
+    let mut stdin = leader.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"+ edge(100, 101).\ncommit\n")
+        .expect("writes");
+    stdin.flush().expect("flushes");
+    // Standard input stays open: process 0 must stop by itself.
+    let o = wait_bounded(leader, 60, "process 0");
+    drop(stdin);
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(!o.status.success(), "process 0 must fail");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("process 1"), "{stderr}");
+    assert!(stderr.contains(reason), "{stderr}");
+}
+
+#[test]
+fn a_stopped_follower_ends_the_session_after_the_peer_timeout() {
+    session_with_a_hurt_peer(
+        |follower| {
+            // SAFETY: sends a signal to a child process of this test.
+            let r = unsafe { libc::kill(follower.id() as libc::pid_t, libc::SIGSTOP) };
+            assert_eq!(r, 0);
+        },
+        "has not answered for 2 s",
+    );
+}
+
+#[test]
+fn a_killed_follower_ends_the_session_with_an_error() {
+    session_with_a_hurt_peer(
+        |follower| {
+            follower.kill().expect("kill");
+            let _ = follower.wait();
+        },
+        "error",
+    );
+}

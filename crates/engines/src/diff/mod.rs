@@ -179,6 +179,7 @@ mod dataflow;
 mod distinct;
 mod entries;
 mod flatset;
+mod liveness;
 mod profile;
 mod runtime;
 
@@ -833,7 +834,9 @@ impl Engine for Diff {
     }
 
     fn failed(&self) -> Option<String> {
-        self.failed.clone()
+        self.failed
+            .clone()
+            .or_else(|| self.runtime.as_ref().and_then(|rt| rt.failure()))
     }
 
     fn track_changes(&mut self, on: bool) {
@@ -853,8 +856,9 @@ impl Engine for Diff {
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let start = Instant::now();
-        if let Some(msg) = &self.failed {
-            return Err(EngineError::new(msg.clone()));
+        if let Some(msg) = Engine::failed(self) {
+            self.failed = Some(msg.clone());
+            return Err(EngineError::new(msg));
         }
         if let Some(msg) = self.rejected.take() {
             return Err(EngineError::new(msg));

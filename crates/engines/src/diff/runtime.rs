@@ -113,6 +113,9 @@ pub(crate) struct Runtime {
     /// A worker failed: do not wait for the workers when dropping.
     failed: bool,
     control: Arc<Control>,
+    /// The cluster's heartbeat ([`Cluster::peer_timeout`]): its failure ends every wait
+    /// for the workers.
+    liveness: Option<super::liveness::Liveness>,
 }
 
 impl Runtime {
@@ -198,9 +201,29 @@ impl Runtime {
         Ok(())
     }
 
+    /// Why the cluster failed, once a peer stopped answering.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.liveness.as_ref().and_then(|l| l.failure.get())
+    }
+
     /// The next worker's reply: its output rows, diffs and rounds, or why it failed.
     fn reply(&mut self) -> Result<Output, String> {
-        match self.replies.recv() {
+        let received = match &self.liveness {
+            None => self.replies.recv().map_err(|_| ()),
+            Some(l) => loop {
+                match self.replies.recv_timeout(Duration::from_millis(50)) {
+                    Ok(r) => break Ok(r),
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break Err(()),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        if let Some(reason) = l.failure.get() {
+                            self.failed = true;
+                            return Err(reason);
+                        }
+                    }
+                }
+            },
+        };
+        match received {
             Ok(Reply::Done {
                 facts,
                 diffs,
@@ -219,7 +242,7 @@ impl Runtime {
                 self.failed = true;
                 Err(format!("differential worker failed: {msg}"))
             }
-            Err(_) => {
+            Err(()) => {
                 self.failed = true;
                 Err("a differential worker stopped".into())
             }
@@ -234,10 +257,27 @@ impl Drop for Runtime {
             th.unpark();
         }
         if let Some(guards) = self.guards.take() {
-            if self.failed {
+            if self.failed || self.failure().is_some() {
                 // A failed worker may have left its peers waiting for it forever:
                 // do not join them (their threads are leaked, parked).
                 std::mem::forget(guards);
+            } else if let Some(l) = &self.liveness {
+                // Joining waits for the other processes: stop waiting if one of them
+                // stops answering.
+                let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+                let joined = std::thread::Builder::new().spawn(move || {
+                    let _ = guards.join();
+                    let _ = tx.send(());
+                });
+                if joined.is_ok() {
+                    while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                        rx.recv_timeout(Duration::from_millis(50))
+                    {
+                        if l.failure.get().is_some() {
+                            break;
+                        }
+                    }
+                }
             } else {
                 let _ = guards.join();
             }
@@ -353,6 +393,13 @@ fn start_typed<R: Row>(
             .map_err(|_| "the differential workers did not start".to_string())?,
     };
     let guards = started?;
+    let liveness = match &cluster {
+        Some(c) if c.processes > 1 && matches!(role, Role::Leader | Role::Follower) => c
+            .peer_timeout
+            .map(|t| super::liveness::Liveness::start(&c.hosts, c.process, t))
+            .transpose()?,
+        _ => None,
+    };
     let mut threads: Vec<Option<Thread>> = vec![None; workers];
     for _ in 0..workers {
         match thread_rx.recv() {
@@ -373,6 +420,7 @@ fn start_typed<R: Row>(
         guards: Some(guards),
         failed: false,
         control,
+        liveness,
     })
 }
 
@@ -462,6 +510,10 @@ pub struct Cluster {
     pub hosts: Vec<String>,
     /// How long to wait for every peer to connect.
     pub connect_timeout: std::time::Duration,
+    /// Live clusters ([`super::Diff::lead`], [`super::Diff::follow`]): a process not
+    /// heard from for this long fails the cluster (module `liveness`); `None`: no
+    /// heartbeat (a stopped peer then hangs the others).
+    pub peer_timeout: Option<std::time::Duration>,
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
