@@ -98,7 +98,7 @@ impl LiveArgs {
     ) -> Result<dynalog_engines::Limits, String> {
         let max_time = match self.max_commit_time {
             None => default.max_time,
-            Some(s) if s == 0.0 => None,
+            Some(0.0) => None,
             Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
             Some(s) => {
                 return Err(format!(

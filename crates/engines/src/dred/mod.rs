@@ -829,6 +829,7 @@ impl<E: Evaluator> Dred<E> {
     /// it. A fact added that is in `del` (overdeleted) is taken out of it and counted as
     /// rederived; the others go to `added`. Returns the number of rounds, or `None` if
     /// a limit stops it: the net change is at least `floor` plus the facts added.
+    #[allow(clippy::too_many_arguments)]
     fn insert_phase(
         &mut self,
         s: usize,
