@@ -114,6 +114,15 @@ pub struct Limits {
     /// removes, but counts a fact whose derivation moves to a later round (after a
     /// deletion) once more per move: it may refuse a commit that deletes with a net
     /// change under the limit, never accept one over it.
+    ///
+    /// How early the count stops a commit depends on the engine: the relational and
+    /// chibi engines maintaining facts count the facts they add and remove as they go,
+    /// and the differential engine the changes leaving its loop; but an evaluation
+    /// from scratch (seminaive and remat at every commit, relational and chibi after a
+    /// rule change) only knows that its result so far exceeds the previous
+    /// materialization by N, so a commit whose new facts come slowly (a join deriving
+    /// mostly duplicates) may run long before it is stopped: set [`Limits::max_time`]
+    /// too.
     pub max_changes: Option<u64>,
     /// The most wall-clock time one commit may take. Checked while evaluating (at least
     /// every few thousand derivations); restoring the previous state after the limit
