@@ -44,11 +44,19 @@
 //! assert!(m.commit().is_err());
 //! assert!(!m.contains_fact("edge(3, 4).").unwrap());
 //! ```
+//!
+//! # Limits
+//!
+//! [`Materialization::set_limits`] bounds every transaction after the first (which
+//! loads the inputs and is never limited): the facts one commit may change and the
+//! time it may take ([`Limits`]). A commit over a limit stops while it evaluates, is
+//! refused with an [`Error`] whose `limit` names the limit, and leaves the
+//! materialization, the program and the facts exactly as they were.
 
 use crate::durable::{DataDir, Record, State};
 use dynalog_analysis::{PatternArg, Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
-use dynalog_engines::{Change, Engine};
+use dynalog_engines::{Change, Engine, LimitExceeded, Limits};
 use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
 use std::cmp::Ordering;
 use std::fmt;
@@ -62,6 +70,9 @@ pub struct Error {
     pub message: String,
     /// Where, in the text handed to the call (1-based line and column), when known.
     pub position: Option<(usize, usize)>,
+    /// The limit a refused commit exceeded ([`Materialization::set_limits`]); nothing of
+    /// the transaction was applied.
+    pub limit: Option<LimitExceeded>,
 }
 
 impl Error {
@@ -69,6 +80,7 @@ impl Error {
         Error {
             message: message.into(),
             position: None,
+            limit: None,
         }
     }
 
@@ -76,6 +88,30 @@ impl Error {
         Error {
             message: d.message.clone(),
             position: Some((d.line, d.col)),
+            limit: None,
+        }
+    }
+
+    /// A commit refused by a limit, with how to change the limit.
+    fn limit(limit: LimitExceeded) -> Error {
+        let message = match limit {
+            LimitExceeded::Changes(n) => format!(
+                "the transaction changes more than {n} facts, the limit of \
+                 changes per commit (--max-changes {n}; raise it, or 0 for no limit); it was \
+                 rolled back, nothing changed"
+            ),
+            LimitExceeded::Time(t) => format!(
+                "the transaction took more than {} s, the limit of time per \
+                 commit (--max-commit-time {}; raise it, or 0 for no limit); it was rolled \
+                 back, nothing changed",
+                t.as_secs_f64(),
+                t.as_secs_f64()
+            ),
+        };
+        Error {
+            message,
+            position: None,
+            limit: Some(limit),
         }
     }
 }
@@ -145,6 +181,8 @@ pub struct Materialization {
     rdf_logged: u32,
     /// The next commit rebuilds a recovered state: it is not logged.
     recovering: bool,
+    /// Limits of the commits after the first ([`Materialization::set_limits`]).
+    limits: Limits,
 }
 
 impl Materialization {
@@ -208,6 +246,7 @@ impl Materialization {
             unlogged_inline,
             rdf_logged: 0,
             recovering: false,
+            limits: Limits::NONE,
         })
     }
 
@@ -683,6 +722,29 @@ impl Materialization {
         Ok(true)
     }
 
+    /// Bound every commit after the first (which loads the inputs): see [`Limits`]. A
+    /// commit over a limit is refused and rolled back. `Err` if the engine cannot
+    /// enforce limits (the differential engine over several processes).
+    pub fn set_limits(&mut self, limits: Limits) -> Result<(), Error> {
+        self.engine
+            .set_limits(limits)
+            .map_err(|e| Error::msg(format!("error: {e}")))?;
+        self.limits = limits;
+        Ok(())
+    }
+
+    /// The limits set by [`Materialization::set_limits`].
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Why the materialization can no longer be used, once its engine failed (a worker
+    /// failed, a process of its cluster was lost or stopped answering): every commit
+    /// then returns this error. `None` while it works.
+    pub fn failed(&self) -> Option<String> {
+        self.engine.failed()
+    }
+
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
         !self.staged.is_empty() || self.pending_text.is_some()
@@ -700,6 +762,15 @@ impl Materialization {
     /// whole transaction is discarded.
     pub fn commit(&mut self) -> Result<Commit, Error> {
         let started = Instant::now();
+        // The first transaction (loading the inputs) is not limited.
+        let limits = if self.commits == 0 {
+            Limits::NONE
+        } else {
+            self.limits
+        };
+        self.engine.set_limits(limits).map_err(Error::msg)?;
+        // A commit refused over a limit restores the text.
+        let previous = self.pending_text.as_ref().map(|_| self.text.clone());
         let next = match self.pending_text.take() {
             Some(text) => match self.check_program(&text) {
                 Ok(p) => Some((text, p)),
@@ -747,6 +818,13 @@ impl Materialization {
         if let Err(e) = self.engine.commit() {
             if logged && let Some(d) = &mut self.durable {
                 d.undo_last();
+            }
+            if let Some(limit) = e.limit {
+                if let Some(text) = previous {
+                    self.text = text;
+                }
+                self.symbols.truncate(self.committed_symbols);
+                return Err(Error::limit(limit));
             }
             return Err(Error::msg(format!("the engine failed: {e}")));
         }
@@ -1214,6 +1292,42 @@ mod tests {
                 .is_err()
         );
         assert_eq!(m.remove_rules("path(a, b) :- edge(a, b).").ok(), Some(1));
+    }
+
+    #[test]
+    fn a_commit_over_a_limit_is_refused_and_leaves_everything_as_it_was() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = Materialization::new("tc.dl", TC, engine, 1).expect("checks");
+            m.set_limits(Limits {
+                max_changes: Some(5),
+                max_time: None,
+            })
+            .expect("limits");
+            // The first transaction (the load) is not limited: 3 edges, 9 paths.
+            for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 1)"] {
+                m.insert_fact(f).expect("a fact");
+            }
+            m.commit().expect("the load is not limited");
+            let rules = m.rules();
+            // A new node reached from the cycle: 1 edge and 3 paths, within 5.
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            m.commit().expect("4 changes");
+            // A rule and a fact: 1 edge, `path(5, 1..5)`: over 5.
+            m.add_rules("path(x, x) :- edge(x, _).").expect("parses");
+            m.insert_fact("edge(5, 1)").expect("a fact");
+            let e = m.commit().expect_err("over the limit");
+            assert_eq!(e.limit, Some(LimitExceeded::Changes(5)), "{engine}: {e}");
+            assert!(e.message.contains("--max-changes 5"), "{e}");
+            assert_eq!(m.rules(), rules, "{engine}");
+            assert_eq!(m.len("path"), Some(12), "{engine}");
+            assert_eq!(m.len("edge"), Some(4), "{engine}");
+            assert!(!m.has_staged());
+            // The next transaction works as if nothing happened (1 edge, 4 paths).
+            m.insert_fact("edge(4, 6)").expect("a fact");
+            let c = m.commit().expect("commits");
+            assert_eq!(c.number, 2, "refused commits are not numbered");
+            assert_eq!(m.len("path"), Some(16), "{engine}");
+        }
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub struct ClusterArgs {
     /// Seconds to wait for every process to connect.
     #[arg(long = "connect-timeout", default_value_t = 60.0)]
     pub connect_timeout: f64,
+    /// Sessions and servers: seconds without a heartbeat from a process after which the
+    /// cluster fails (a stopped or cut-off peer); 0 turns the heartbeat off.
+    #[arg(long = "peer-timeout", value_name = "SECONDS", default_value_t = 10.0)]
+    pub peer_timeout: f64,
 }
 
 impl ClusterArgs {
@@ -77,6 +81,9 @@ impl ClusterArgs {
         }
         if !(self.connect_timeout > 0.0 && self.connect_timeout.is_finite()) {
             return Err("error: --connect-timeout must be a positive number of seconds".into());
+        }
+        if !(self.peer_timeout >= 0.0 && self.peer_timeout.is_finite()) {
+            return Err("error: --peer-timeout must be a number of seconds, 0 or more".into());
         }
         let hosts: Vec<String> = match &self.hostfile {
             Some(path) => std::fs::read_to_string(path)
@@ -113,6 +120,8 @@ impl ClusterArgs {
             process: self.process,
             hosts: hosts[..self.processes].to_vec(),
             connect_timeout: std::time::Duration::from_secs_f64(self.connect_timeout),
+            peer_timeout: (self.peer_timeout > 0.0)
+                .then(|| std::time::Duration::from_secs_f64(self.peer_timeout)),
         }))
     }
 }

@@ -44,7 +44,7 @@ use axum::routing::{get, post};
 use clap::Args;
 use dynalog::live::{Commit, Materialization, quote};
 use dynalog_analysis::{SymbolTable, Type, Value};
-use dynalog_engines::Change;
+use dynalog_engines::{Change, Limits};
 use serde_json::{Value as Json, json};
 use std::collections::{HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -58,6 +58,11 @@ pub const DEFAULT_PAGE: usize = 1000;
 pub const MAX_PAGE: usize = 100_000;
 /// Changes per page of `/changes` when the request names no `limit`.
 pub const DEFAULT_CHANGES_PAGE: usize = 10_000;
+/// The limits of a transaction when `--max-changes` / `--max-commit-time` are not given.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_changes: Some(10_000_000),
+    max_time: Some(Duration::from_secs(60)),
+};
 /// Changes serialised at a time into a `/changes?follow=true` stream.
 const STREAM_CHUNK: usize = 1000;
 
@@ -326,6 +331,15 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             let Some(mut m) = live.open_or_follow()? else {
                 return Err("error: this process follows process 0".into());
             };
+            // A server bounds every transaction unless told otherwise (limits cannot
+            // be rolled back across processes: a cluster takes only the explicit ones).
+            let defaults = if live.cluster.processes > 1 {
+                Limits::NONE
+            } else {
+                DEFAULT_LIMITS
+            };
+            m.set_limits(live.limits(defaults)?)
+                .map_err(|e| e.message)?;
             let first = m.commit().map_err(|e| format!("error: {e}"))?;
             Ok((m, first))
         };
@@ -357,7 +371,21 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         if ready_tx.send(Ok(shared.clone())).is_err() {
             return;
         }
-        while let Ok(Job::Transaction { body, reply }) = job_rx.recv() {
+        loop {
+            let job = match job_rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(job) => job,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // A lost or stopped cluster peer shows in /health while idle too.
+                    if let Some(reason) = m.failed() {
+                        *shared.failed.write().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let Job::Transaction { body, reply } = job else {
+                break;
+            };
             if reply.is_closed() {
                 // The client left (or the server is stopping) before its turn.
                 continue;
@@ -396,7 +424,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("error: cannot start the HTTP runtime: {e}"))?;
     let stop = shared.jobs.clone();
-    let limits = Limits {
+    let limits = ConnLimits {
         max_connections: args.max_connections,
         header_timeout,
         grace,
@@ -412,7 +440,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
 }
 
 /// Connection-level bounds of [`run_http`].
-struct Limits {
+struct ConnLimits {
     max_connections: usize,
     header_timeout: Duration,
     grace: Duration,
@@ -421,7 +449,7 @@ struct Limits {
 /// Accept connections until SIGINT/SIGTERM, at most `max_connections` at once, each
 /// served by hyper with a header-read timeout; then end the streams and give running
 /// requests `grace` to finish.
-async fn run_http(addr: SocketAddr, shared: Arc<Shared>, limits: Limits) -> Result<(), String> {
+async fn run_http(addr: SocketAddr, shared: Arc<Shared>, limits: ConnLimits) -> Result<(), String> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     use hyper_util::service::TowerToHyperService;
     use tokio::signal::unix::{SignalKind, signal};
@@ -637,11 +665,17 @@ fn transaction(
         }
     }
     m.commit().map_err(|e| {
-        if e.message.starts_with("the engine failed") {
-            Refusal::Engine(e.message)
-        } else {
-            refuse(m, None, format!("commit refused: {}", e.message))
+        if let Some(reason) = m.failed() {
+            return Refusal::Engine(reason);
         }
+        if e.limit.is_some() {
+            // Well-formed, but more than this server takes in one transaction.
+            return Refusal::Client(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"error": format!("commit refused: {}", e.message)}),
+            );
+        }
+        refuse(m, None, format!("commit refused: {}", e.message))
     })
 }
 

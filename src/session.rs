@@ -67,6 +67,15 @@ pub struct LiveArgs {
         requires = "data_dir"
     )]
     pub snapshot_every: u64,
+    /// Refuse (and roll back) a transaction that changes more than N facts (inserted
+    /// plus deleted, derived ones included); 0 for no limit. The first transaction,
+    /// which loads the inputs, is not limited.
+    #[arg(long = "max-changes", value_name = "N")]
+    pub max_changes: Option<u64>,
+    /// Refuse (and roll back) a transaction whose commit takes more than SECONDS; 0 for
+    /// no limit. The first transaction is not limited.
+    #[arg(long = "max-commit-time", value_name = "SECONDS")]
+    pub max_commit_time: Option<f64>,
 }
 
 /// What [`LiveArgs::open`] starts.
@@ -103,6 +112,8 @@ impl LiveArgs {
         }
         .map_err(|e| e.to_string())?;
         m.set_load_policy(self.load_policy()?);
+        m.set_limits(self.limits(dynalog_engines::Limits::NONE)?)
+            .map_err(|e| e.to_string())?;
         let recovered = match &self.data_dir {
             Some(dir) => {
                 let options = dynalog::durable::Options {
@@ -147,6 +158,33 @@ impl LiveArgs {
             }
         }
         Ok(LoadPolicy::Dirs(self.allow_load.clone()))
+    }
+
+    /// The limits per commit of `--max-changes` and `--max-commit-time`, each taken
+    /// from `default` when the flag is not given (0 is no limit).
+    pub fn limits(
+        &self,
+        default: dynalog_engines::Limits,
+    ) -> Result<dynalog_engines::Limits, String> {
+        let max_time = match self.max_commit_time {
+            None => default.max_time,
+            Some(0.0) => None,
+            Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+            Some(s) => {
+                return Err(format!(
+                    "error: --max-commit-time must be a number of seconds, 0 or more (got {s})"
+                ));
+            }
+        };
+        let max_changes = match self.max_changes {
+            None => default.max_changes,
+            Some(0) => None,
+            Some(n) => Some(n),
+        };
+        Ok(dynalog_engines::Limits {
+            max_changes,
+            max_time,
+        })
     }
 
     /// [`LiveArgs::open`] for a front end that only drives a materialization: a
@@ -215,29 +253,63 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
     let shown = m.shown_changes(&first.changes);
     writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
 
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    // Standard input is read on a thread of its own, so that a failed engine (a
+    // process of the cluster lost or stopped) ends the session while it waits for input.
+    // The channel is bounded: the reader stays at most a few lines ahead.
+    let (lines_tx, lines) =
+        std::sync::mpsc::sync_channel::<std::io::Result<Result<String, String>>>(16);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            let line = match read_line(&mut input, &mut buf, MAX_LINE) {
+                Ok(Line::End) => break,
+                Ok(Line::Text(text)) => Ok(Ok(text.to_string())),
+                Ok(Line::Bad(reason)) => Ok(Err(reason)),
+                Err(e) => Err(e),
+            };
+            let failed = line.is_err();
+            if lines_tx.send(line).is_err() || failed {
+                break;
+            }
+        }
+    });
     let mut errors = 0usize;
-    let mut buf = Vec::new();
-    for lineno in 1.. {
-        let line = match read_line(&mut input, &mut buf, MAX_LINE)
-            .map_err(|e| format!("error: cannot read standard input: {e}"))?
-        {
-            Line::End => break,
-            Line::Text(line) => line,
-            Line::Bad(reason) => {
+    let mut lineno = 0;
+    loop {
+        let line = match lines.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(why) = m.failed() {
+                    return Err(format!("error: the session cannot go on: {why}"));
+                }
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        lineno += 1;
+        let line = match line.map_err(|e| format!("error: cannot read standard input: {e}"))? {
+            Ok(line) => line,
+            Err(reason) => {
                 errors += 1;
                 writeln!(out, "error: line {lineno}: {reason}").map_err(io_err)?;
                 out.flush().map_err(io_err)?;
                 continue;
             }
         };
-        match command(&mut m, line, &args, &mut *changes_out, &mut out) {
+        match command(&mut m, &line, &args, &mut *changes_out, &mut out) {
             Ok(Flow::Continue) => {}
             Ok(Flow::Quit) => break,
             Err(reason) => {
                 errors += 1;
                 writeln!(out, "error: line {lineno}: {reason}").map_err(io_err)?;
+                // A failed engine (a lost or stopped process of the cluster) takes
+                // no more transactions: stop here.
+                if let Some(why) = m.failed() {
+                    out.flush().map_err(io_err)?;
+                    return Err(format!("error: the session cannot go on: {why}"));
+                }
             }
         }
         out.flush().map_err(io_err)?;

@@ -14,11 +14,21 @@ use std::process::{Child, Command, Output, Stdio};
 
 const EXAMPLES: &[&str] = &["tc", "sg", "negation", "rhodf", "arith"];
 
-/// A hostfile of `n` free loopback ports.
+/// A hostfile of `n` free loopback ports. A port is handed out once per test binary:
+/// tests run in parallel, and a port freed by one test's hostfile and picked again by
+/// another's would let their processes connect to each other.
 fn hostfile(dir: &Path, n: usize) -> std::path::PathBuf {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    while listeners.len() < n {
+        let l = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = l.local_addr().expect("address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            listeners.push(l);
+        }
+    }
     let lines: String = listeners
         .iter()
         .map(|l| format!("{}\n", l.local_addr().expect("address")))
@@ -449,4 +459,129 @@ fn killing_process_0_of_a_session_stops_the_follower_with_an_error() {
     leader.kill().expect("kill");
     let _ = leader.wait();
     stops_for_the_lost_peer(follower, 0);
+}
+
+/// Wait at most `secs` for `child` to exit; kill it and fail the test if it does not.
+fn wait_bounded(mut child: Child, secs: u64, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait().expect("waits") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if started.elapsed().as_secs() >= secs => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not exit within {secs} s");
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+/// A session of two processes with a short `--peer-timeout`, process 0 past its first
+/// commit; `hurt` then does something to process 1 and a transaction is sent. Process
+/// 0 must exit, non-zero, within the bound, with an error naming process 1 that
+/// contains `reason`.
+fn session_with_a_hurt_peer(hurt: impl FnOnce(&mut Child), reason: &str) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = [
+        "session",
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--peer-timeout",
+        "2",
+    ];
+    let mut follower = spawn_in_cluster(&args, &hosts, 1, 1);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
+    let mut line = String::new();
+    let mut out = BufReader::new(leader.stdout.take().expect("stdout"));
+    out.read_line(&mut line).expect("reads");
+    assert!(line.starts_with("commit 0:"), "{line}");
+    hurt(&mut follower);
+    let mut stdin = leader.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"+ edge(100, 101).\ncommit\n")
+        .expect("writes");
+    stdin.flush().expect("flushes");
+    // Standard input stays open: process 0 must stop by itself.
+    let o = wait_bounded(leader, 60, "process 0");
+    drop(stdin);
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(!o.status.success(), "process 0 must fail");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("process 1"), "{stderr}");
+    assert!(stderr.contains(reason), "{stderr}");
+}
+
+#[test]
+fn a_stopped_follower_ends_the_session_after_the_peer_timeout() {
+    session_with_a_hurt_peer(
+        |follower| {
+            // SAFETY: sends a signal to a child process of this test.
+            let r = unsafe { libc::kill(follower.id() as libc::pid_t, libc::SIGSTOP) };
+            assert_eq!(r, 0);
+        },
+        "has not answered for 2 s",
+    );
+}
+
+#[test]
+fn a_killed_follower_ends_the_session_with_an_error() {
+    session_with_a_hurt_peer(
+        |follower| {
+            follower.kill().expect("kill");
+            let _ = follower.wait();
+        },
+        "error",
+    );
+}
+
+#[test]
+fn serve_reports_a_stopped_follower_in_health_and_refuses_transactions() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts = hostfile(tmp.path(), 2);
+    let args = [
+        "serve",
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--listen",
+        "127.0.0.1:0",
+        "--peer-timeout",
+        "2",
+    ];
+    let mut follower = spawn_in_cluster(&args, &hosts, 1, 1);
+    let mut leader = spawn_in_cluster(&args, &hosts, 0, 1);
+    let addr = common::listening_address(&mut leader);
+    let (status, body) = http(&addr, "GET", "/health", "");
+    assert_eq!(status, 200, "{body}");
+    // SAFETY: sends a signal to a child process of this test.
+    let r = unsafe { libc::kill(follower.id() as libc::pid_t, libc::SIGSTOP) };
+    assert_eq!(r, 0);
+    // Within a bounded time /health reports the failure, without any transaction.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let body = loop {
+        let (status, body) = http(&addr, "GET", "/health", "");
+        if status == 503 {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "health stayed {status}: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(body.contains("\"failed\""), "{body}");
+    assert!(body.contains("process 1"), "{body}");
+    let (status, body) = http(&addr, "POST", "/transactions", "+ edge(100, 101).\n");
+    assert_eq!(status, 503, "{body}");
+    // Reads still answer from the last committed state.
+    let (status, _) = http(&addr, "GET", "/relations/path/size", "");
+    assert_eq!(status, 200);
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let _ = leader.kill();
+    let _ = leader.wait();
 }

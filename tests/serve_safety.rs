@@ -408,3 +408,21 @@ fn health_names_the_instance_and_the_commit() {
     let (_, log) = get(&server, "/changes?since=1");
     assert_eq!(log["commits"][0]["instance"], health["instance"]);
 }
+
+#[test]
+fn a_transaction_over_the_limits_is_refused_and_nothing_changes() {
+    let server = tc(&["--max-changes", "3"]);
+    // `edge(4, 1)` closes a cycle: itself and 4 paths, 5 changes.
+    let (status, answer) = post(&server, "+ edge(4, 1).\n+ edge(50, 51).");
+    assert_eq!(status, 422, "{answer}");
+    let error = answer["error"].as_str().expect("an error");
+    assert!(error.contains("--max-changes 3"), "{error}");
+    let (_, size) = get(&server, "/relations/edge/size");
+    assert_eq!(size["size"], 7, "nothing of the transaction was applied");
+    let (status, answer) = post(&server, "+ edge(50, 51).");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["commit"], 1,
+        "the refused transaction took no number"
+    );
+}

@@ -153,3 +153,48 @@ fn a_line_that_is_not_utf8_is_refused_alone() {
     );
     assert_eq!(lines.iter().filter(|l| **l == "8").count(), 2, "{shown}");
 }
+
+#[test]
+fn max_changes_refuses_a_transaction_and_the_session_goes_on() {
+    // examples/tc: 20 paths after the load, which is not limited; `edge(4, 1)` adds
+    // itself and 4 paths (5 changes, over 3), a new pair of nodes 1 edge and 1 path.
+    let script =
+        "+ edge(4, 1).\n+ edge(7, 1).\ncommit\nsize path\n+ edge(100, 101).\ncommit\nsize path\n";
+    for engine in ["diff", "seminaive", "relational"] {
+        let (ok, stdout, _) = run_session(
+            &[
+                "examples/tc.dl",
+                "-F",
+                "examples/tc",
+                "--engine",
+                engine,
+                "--max-changes",
+                "3",
+                "--max-commit-time",
+                "60",
+            ],
+            script,
+        );
+        assert!(!ok, "a refused line makes the exit status non-zero");
+        assert!(
+            stdout.contains(
+                "error: line 3: commit refused: the transaction changes more than 3 facts"
+            ),
+            "{engine}: {stdout}"
+        );
+        assert!(stdout.contains("--max-changes 3"), "{stdout}");
+        let sizes: Vec<&str> = stdout.lines().filter(|l| !l.contains(' ')).collect();
+        assert_eq!(sizes, ["20", "21"], "{engine}: {stdout}");
+    }
+    let (ok, _, stderr) = run_session(
+        &[
+            "examples/tc.dl",
+            "-F",
+            "examples/tc",
+            "--max-commit-time=-1",
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(stderr.contains("--max-commit-time"), "{stderr}");
+}

@@ -53,14 +53,14 @@ impl Evaluator for ChibiEval {
         delta: Option<&Store>,
         // Deliberately unoptimised: every derivation is enumerated.
         _witness: bool,
-        out: &mut Output,
+        out: &mut Output<'_>,
     ) {
         let Some((rule, slots)) = self.rules.get(rule).and_then(|v| v.get(variant)) else {
             return;
         };
         let mut subs: Vec<Substitution> = vec![vec![None; *slots]];
         for (i, lit) in rule.body.iter().enumerate() {
-            if subs.is_empty() {
+            if subs.is_empty() || out.stopped() {
                 return;
             }
             subs = match lit {
@@ -80,9 +80,13 @@ impl Evaluator for ChibiEval {
                     for s in &subs {
                         let pattern = apply(s, atom);
                         for fact in sources.iter().flat_map(|st| st.iter()) {
+                            out.tick();
                             if let Some(extended) = unify(s, atom, &pattern, fact) {
                                 next.push(extended);
                             }
+                        }
+                        if out.stopped() {
+                            return;
                         }
                     }
                     next
@@ -134,6 +138,9 @@ impl Evaluator for ChibiEval {
         }
         let mut tuple = Vec::with_capacity(rule.head.args.len());
         'subs: for s in &subs {
+            if out.stopped() {
+                return;
+            }
             tuple.clear();
             let values = values(s);
             for e in &rule.head.args {

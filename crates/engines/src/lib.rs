@@ -20,7 +20,8 @@
 
 use dynalog_analysis::{Program, RelId, Value};
 use std::fmt;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
 
 pub mod chibi;
 pub mod diff;
@@ -57,13 +58,182 @@ pub struct StratumStats {
     pub elapsed: Duration,
 }
 
-/// An error raised while evaluating (not a user-input error: those are caught earlier).
+/// An error raised while evaluating (not a user-input error: those are caught earlier),
+/// or a transaction refused by a limit ([`EngineError::limit`] says which).
 #[derive(Clone, Debug)]
-pub struct EngineError(pub String);
+pub struct EngineError {
+    pub message: String,
+    /// The limit the refused transaction exceeded, if that is why it failed; the
+    /// engine's state is then the state before the transaction.
+    pub limit: Option<LimitExceeded>,
+}
+
+impl EngineError {
+    pub fn new(message: impl Into<String>) -> EngineError {
+        EngineError {
+            message: message.into(),
+            limit: None,
+        }
+    }
+
+    /// The error of a transaction refused (and rolled back) for exceeding `limit`.
+    pub fn limit_exceeded(limit: LimitExceeded) -> EngineError {
+        EngineError {
+            message: limit.to_string(),
+            limit: Some(limit),
+        }
+    }
+}
+
+impl From<String> for EngineError {
+    fn from(message: String) -> EngineError {
+        EngineError::new(message)
+    }
+}
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
+    }
+}
+
+/// Per-transaction limits ([`Engine::set_limits`]). A commit that exceeds one stops
+/// (promptly: engines check while they evaluate, not after the fixpoint), returns an
+/// [`EngineError`] whose [`EngineError::limit`] names the limit, and leaves the engine
+/// exactly as it was before the transaction: the same facts, the same program; what
+/// was staged is discarded and the next commits work normally.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// The most facts one commit may change: facts added to the materialization plus
+    /// facts removed from it, over all relations, base facts included (the net change,
+    /// the size of [`Engine::last_changes`]). Engines count a lower bound of it while
+    /// they evaluate and stop as soon as it exceeds the limit; the semi-naive, remat,
+    /// relational and chibi engines refuse exactly the commits whose net change exceeds
+    /// it. The differential engine counts the changes of presence leaving its fixpoint
+    /// loop, round by round, which is the net change when a commit only adds or only
+    /// removes, but counts a fact whose derivation moves to a later round (after a
+    /// deletion) once more per move: it may refuse a commit that deletes with a net
+    /// change under the limit, never accept one over it.
+    ///
+    /// How early the count stops a commit depends on the engine: the relational and
+    /// chibi engines maintaining facts count the facts they add and remove as they go,
+    /// and the differential engine the changes leaving its loop; but an evaluation
+    /// from scratch (seminaive and remat at every commit, relational and chibi after a
+    /// rule change) only knows that its result so far exceeds the previous
+    /// materialization by N, so a commit whose new facts come slowly (a join deriving
+    /// mostly duplicates) may run long before it is stopped: set [`Limits::max_time`]
+    /// too.
+    pub max_changes: Option<u64>,
+    /// The most wall-clock time one commit may take. Checked while evaluating (at least
+    /// every few thousand derivations); restoring the previous state after the limit
+    /// is hit takes extra time (the differential engine rebuilds its dataflow from the
+    /// previous program and base facts: about the time of loading them).
+    pub max_time: Option<Duration>,
+}
+
+impl Limits {
+    /// No limit.
+    pub const NONE: Limits = Limits {
+        max_changes: None,
+        max_time: None,
+    };
+
+    pub fn is_none(&self) -> bool {
+        *self == Limits::NONE
+    }
+}
+
+/// Which limit a refused transaction exceeded, and its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitExceeded {
+    /// [`Limits::max_changes`].
+    Changes(u64),
+    /// [`Limits::max_time`].
+    Time(Duration),
+}
+
+impl fmt::Display for LimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitExceeded::Changes(n) => write!(
+                f,
+                "the transaction changes more than {n} facts, the limit of changes per commit; \
+                 it was rolled back"
+            ),
+            LimitExceeded::Time(t) => write!(
+                f,
+                "the transaction took more than {} s, the limit of time per commit; it was \
+                 rolled back",
+                t.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// The limits of one commit, shared by the threads evaluating it: the deadline, and
+/// which limit stopped it once one did.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limits: Limits,
+    deadline: Option<Instant>,
+    /// 0: running; 1: too many changes; 2: too late.
+    stopped: AtomicU8,
+}
+
+impl Budget {
+    pub(crate) fn new(limits: Limits) -> Budget {
+        Budget {
+            limits,
+            deadline: limits.max_time.map(|t| Instant::now() + t),
+            stopped: AtomicU8::new(0),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Whether a limit was hit.
+    #[inline]
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed) != 0
+    }
+
+    /// Check the deadline; whether a limit was hit.
+    #[inline]
+    pub(crate) fn check_time(&self) -> bool {
+        if let Some(d) = self.deadline
+            && Instant::now() >= d
+        {
+            let _ = self
+                .stopped
+                .compare_exchange(0, 2, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        self.stopped()
+    }
+
+    /// Check the deadline and a lower bound of the changes so far; whether a limit was
+    /// hit.
+    #[inline]
+    pub(crate) fn check(&self, changes: u64) -> bool {
+        if let Some(max) = self.limits.max_changes
+            && changes > max
+        {
+            let _ = self
+                .stopped
+                .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        self.check_time()
+    }
+
+    /// The error of the limit that was hit, if one was.
+    pub(crate) fn error(&self) -> Option<EngineError> {
+        let limit = match self.stopped.load(Ordering::Relaxed) {
+            1 => LimitExceeded::Changes(self.limits.max_changes.unwrap_or(0)),
+            2 => LimitExceeded::Time(self.limits.max_time.unwrap_or_default()),
+            _ => return None,
+        };
+        Some(EngineError::limit_exceeded(limit))
     }
 }
 
@@ -108,6 +278,26 @@ pub trait Engine {
 
     /// Apply everything staged since the last commit and bring the materialization up to date.
     fn commit(&mut self) -> Result<CommitStats, EngineError>;
+
+    /// Set the limits of every following commit (see [`Limits`]); `Err` with the
+    /// reason if this engine cannot enforce them (the limits are then unchanged).
+    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+        if limits.is_none() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the {} engine does not support limits",
+                self.name()
+            ))
+        }
+    }
+
+    /// Why the engine can no longer be used (a worker failed, a process of its cluster
+    /// was lost), once that happened: every commit then returns this error. `None`
+    /// while it works.
+    fn failed(&self) -> Option<String> {
+        None
+    }
 
     /// Ask the engine to record the changes each commit makes (see
     /// [`Engine::last_changes`]). Off by default, since it costs, depending on the
@@ -223,6 +413,63 @@ pub fn difference(
         changes.extend(new.difference(&old).map(|t| (r, t.clone(), 1)));
     }
     changes
+}
+
+/// The base-fact changes a transaction made, to undo them if it is refused by a limit:
+/// `(inserted?, relation, start in values)`, in order.
+#[derive(Debug, Default)]
+pub(crate) struct UndoLog {
+    ops: Vec<(bool, RelId, usize, usize)>,
+    values: Vec<Value>,
+}
+
+impl UndoLog {
+    /// Record that `tuple` was inserted into (`true`) or removed from the base facts.
+    pub(crate) fn record(&mut self, inserted: bool, relation: RelId, tuple: &[Value]) {
+        self.ops
+            .push((inserted, relation, self.values.len(), tuple.len()));
+        self.values.extend_from_slice(tuple);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.ops.clear();
+        self.values.clear();
+    }
+
+    /// Undo every change, last first: `apply(insert?, relation, tuple)` is called with
+    /// the inverse of each.
+    pub(crate) fn undo(&mut self, mut apply: impl FnMut(bool, RelId, &[Value])) {
+        for &(inserted, rel, start, len) in self.ops.iter().rev() {
+            apply(!inserted, rel, &self.values[start..start + len]);
+        }
+        self.clear();
+    }
+}
+
+/// The number of facts that differ between two materializations (see [`difference`]).
+pub(crate) fn difference_count(
+    relations: usize,
+    before: impl Fn(RelId, &mut dyn FnMut(&[Value])),
+    after: impl Fn(RelId, &mut dyn FnMut(&[Value])),
+) -> u64 {
+    use std::collections::HashSet;
+    let mut count = 0u64;
+    for r in 0..relations as RelId {
+        let mut old: HashSet<Vec<Value>> = HashSet::new();
+        before(r, &mut |t| {
+            old.insert(t.to_vec());
+        });
+        let mut seen = 0u64;
+        after(r, &mut |t| {
+            if old.contains(t) {
+                seen += 1;
+            } else {
+                count += 1;
+            }
+        });
+        count += old.len() as u64 - seen.min(old.len() as u64);
+    }
+    count
 }
 
 /// Names accepted by `--engine`.

@@ -66,7 +66,7 @@ impl Evaluator for RelationalEval {
         view: &View<'_>,
         delta: Option<&Store>,
         witness: bool,
-        out: &mut Output,
+        out: &mut Output<'_>,
     ) {
         let Some(plan) = self.plans.get(rule).and_then(|v| v.get(variant)) else {
             return;
@@ -87,7 +87,7 @@ impl Evaluator for RelationalEval {
     }
 }
 
-struct Exec<'a, 'o> {
+struct Exec<'a, 'o, 'b> {
     plan: &'a RulePlan,
     stores: &'a [Store],
     view: &'a View<'a>,
@@ -99,7 +99,7 @@ struct Exec<'a, 'o> {
     slots: Vec<u32>,
     key: Vec<u32>,
     tuple: Vec<u32>,
-    out: &'o mut Output,
+    out: &'o mut Output<'b>,
 }
 
 /// Whether `row` has the key values in the key columns of `access` (whose sources are
@@ -118,7 +118,7 @@ fn key_matches(access: &Access, row: &[u32], slots: &[u32]) -> bool {
     }
 }
 
-impl<'a> Exec<'a, '_> {
+impl<'a> Exec<'a, '_, '_> {
     fn fill_key(&mut self, key: &[KeySrc]) {
         self.key.clear();
         let slots = &self.slots;
@@ -140,6 +140,9 @@ impl<'a> Exec<'a, '_> {
                         self.found = false;
                         if key_matches(&join.access, row, &self.slots) {
                             self.join_row(join, row, pc);
+                        }
+                        if self.out.stopped() {
+                            return;
                         }
                     }
                     return;
@@ -198,7 +201,7 @@ impl<'a> Exec<'a, '_> {
             Access::Scan => {
                 for row in store.iter() {
                     self.join_row(join, row, pc);
-                    if self.found {
+                    if self.found || self.out.stopped() {
                         return;
                     }
                 }
@@ -213,7 +216,7 @@ impl<'a> Exec<'a, '_> {
                 self.fill_key(key);
                 for &id in store.lookup(*index, &self.key) {
                     self.join_row(join, store.row(id), pc);
-                    if self.found {
+                    if self.found || self.out.stopped() {
                         return;
                     }
                 }
@@ -224,6 +227,7 @@ impl<'a> Exec<'a, '_> {
     /// Continue with `row` as the match of the atom at `pc` if its repeated variables agree.
     #[inline]
     fn join_row(&mut self, join: &Join, row: &[u32], pc: usize) {
+        self.out.tick();
         if join.checks.iter().all(|&(a, b)| row[a] == row[b]) {
             for &(col, var) in join.binds.iter() {
                 self.slots[var as usize] = row[col];

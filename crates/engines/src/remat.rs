@@ -4,7 +4,7 @@
 //! the study's rematerializing baseline. The changes of a commit, when asked for
 //! ([`Engine::track_changes`]), are the difference of the results before and after.
 
-use crate::{Change, CommitStats, Engine, EngineError, Seminaive};
+use crate::{Change, CommitStats, Engine, EngineError, Limits, Seminaive};
 use dynalog_analysis::{Program, RelId, Value};
 
 /// The rematerializing engine: a [`Seminaive`] evaluator under its own name.
@@ -44,6 +44,10 @@ impl Engine for Remat {
     /// Re-evaluate everything from the base facts.
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         self.inner.commit()
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+        self.inner.set_limits(limits)
     }
 
     fn track_changes(&mut self, on: bool) {

@@ -52,7 +52,7 @@ mod eval;
 pub(crate) mod plan;
 pub(crate) mod store;
 
-use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
+use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use plan::{IndexSpecs, Op, RulePlan, compile_rule};
@@ -80,6 +80,14 @@ pub struct Seminaive {
     changes: Vec<Change>,
     /// A rejected [`Engine::set_program`], reported by the next commit.
     rejected: Option<String>,
+    /// Limits of every commit ([`Engine::set_limits`]).
+    limits: Limits,
+    /// The program before the first [`Engine::set_program`] since the last commit, to
+    /// go back to if the commit is refused by a limit.
+    saved_program: Option<Program>,
+    /// Base-fact changes since the last commit (recorded while limits are set, and for
+    /// the relations a program change drops).
+    undo: UndoLog,
 }
 
 /// A staged insertion or removal of `staged_values[start..start + len]`.
@@ -137,6 +145,9 @@ impl Seminaive {
             track: false,
             changes: Vec::new(),
             rejected: None,
+            limits: Limits::NONE,
+            saved_program: None,
+            undo: UndoLog::default(),
         }
     }
 
@@ -214,6 +225,7 @@ impl Seminaive {
     }
 
     fn apply_staged(&mut self) {
+        let record = !self.limits.is_none();
         for s in self.staged.drain(..) {
             let tuple = &self.staged_values[s.start..s.start + s.len];
             // A relation dropped by a rule change since the change was staged.
@@ -223,13 +235,45 @@ impl Seminaive {
             if set.arity() != tuple.len() {
                 continue;
             }
-            if s.insert {
-                set.insert(tuple);
+            let changed = if s.insert {
+                set.insert(tuple)
             } else {
-                set.remove(tuple);
+                set.remove(tuple)
+            };
+            if record && changed {
+                self.undo.record(s.insert, s.relation, tuple);
             }
         }
         self.staged_values.clear();
+    }
+
+    /// Go back to the state before the transaction: its program and base facts, and
+    /// `previous` as the materialization.
+    fn roll_back(&mut self, previous: Vec<Rows>) {
+        if let Some(program) = self.saved_program.take() {
+            let (plans, strata, specs) = Seminaive::plan(&program);
+            self.base.truncate(program.relations.len());
+            while self.base.len() < program.relations.len() {
+                self.base
+                    .push(FlatSet::new(program.relations[self.base.len()].arity()));
+            }
+            self.program = program;
+            self.plans = plans;
+            self.strata = strata;
+            self.specs = specs;
+        }
+        let base = &mut self.base;
+        self.undo.undo(|insert, rel, tuple| {
+            if let Some(set) = base.get_mut(rel as usize) {
+                if insert {
+                    set.insert(tuple);
+                } else {
+                    set.remove(tuple);
+                }
+            }
+        });
+        self.results = previous;
+        self.changes.clear();
     }
 }
 
@@ -240,7 +284,8 @@ fn evaluate_stratum(
     committed: &mut [Committed],
     growing: &mut [Growing],
     scratch: &mut Scratch,
-) -> usize {
+    budget: &Budget,
+) -> Option<usize> {
     // The delta of each relation of `sp.rels`, as a row range: initially its base facts.
     let mut delta: Vec<(u32, u32)> = sp
         .rels
@@ -269,7 +314,9 @@ fn evaluate_stratum(
                 _ => (0, 0),
             }));
             if sr.recursive.is_empty() {
-                run_rule(plan, readable, growing, &ranges, scratch);
+                if !run_rule(plan, readable, growing, &ranges, scratch, budget) {
+                    return None;
+                }
                 continue;
             }
             for j in 0..sr.recursive.len() {
@@ -285,8 +332,8 @@ fn evaluate_stratum(
                     empty |= range.0 >= range.1;
                     ranges[op] = range;
                 }
-                if !empty {
-                    run_rule(plan, readable, growing, &ranges, scratch);
+                if !empty && !run_rule(plan, readable, growing, &ranges, scratch, budget) {
+                    return None;
                 }
             }
         }
@@ -300,7 +347,7 @@ fn evaluate_stratum(
             grew |= rows.len() > before;
         }
         if !recursive || !grew {
-            return rounds;
+            return Some(rounds);
         }
     }
 }
@@ -331,6 +378,14 @@ impl Engine for Seminaive {
         }
         let inline = crate::inline_fact_changes(&self.program, &program);
         let (plans, strata, specs) = Seminaive::plan(&program);
+        for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
+            for t in set.rows().iter() {
+                self.undo.record(false, rel as RelId, t);
+            }
+        }
+        if self.saved_program.is_none() {
+            self.saved_program = Some(self.program.clone());
+        }
         self.base.truncate(program.relations.len());
         while self.base.len() < program.relations.len() {
             self.base
@@ -343,6 +398,11 @@ impl Engine for Seminaive {
         for (insert, rel, tuple) in inline {
             self.stage(insert, rel, &tuple);
         }
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+        self.limits = limits;
+        Ok(())
     }
 
     fn track_changes(&mut self, on: bool) {
@@ -365,13 +425,24 @@ impl Engine for Seminaive {
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let started = Instant::now();
         if let Some(reason) = self.rejected.take() {
-            return Err(EngineError(reason));
+            self.saved_program = None;
+            self.undo.clear();
+            return Err(EngineError::new(reason));
         }
         self.apply_staged();
+        let limited = !self.limits.is_none();
+        let budget = Budget::new(self.limits);
         // Free the previous result before building the next one (unless the changes
-        // are wanted: they are the difference of the two).
+        // are wanted: they are the difference of the two; or limits may refuse the
+        // commit: it is then the result again).
         let previous = std::mem::take(&mut self.results);
-        let previous = if self.track { previous } else { Vec::new() };
+        let previous = if self.track || limited {
+            previous
+        } else {
+            Vec::new()
+        };
+        let old_total: u64 = previous.iter().map(|r| r.len() as u64).sum();
+        let base_total: u64 = self.base.iter().map(|b| b.rows().len() as u64).sum();
         let mut committed: Vec<Committed> = self
             .base
             .iter()
@@ -383,11 +454,25 @@ impl Engine for Seminaive {
             .collect();
         let mut growing: Vec<Growing> = self.base.iter().map(Growing::from_base).collect();
         let mut scratch = Scratch::default();
+        scratch.excess = base_total as i64 - old_total as i64;
         let mut stats = CommitStats::default();
+        let mut stopped = budget.check(scratch.changes());
         for (sp, stratum) in self.strata.iter().zip(&self.program.strata) {
+            if stopped {
+                break;
+            }
             let stratum_started = Instant::now();
-            let iterations =
-                evaluate_stratum(sp, &self.plans, &mut committed, &mut growing, &mut scratch);
+            let Some(iterations) = evaluate_stratum(
+                sp,
+                &self.plans,
+                &mut committed,
+                &mut growing,
+                &mut scratch,
+                &budget,
+            ) else {
+                stopped = true;
+                break;
+            };
             stats.strata.push(StratumStats {
                 relations: stratum
                     .relations
@@ -404,7 +489,39 @@ impl Engine for Seminaive {
             });
         }
         drop(growing);
+        if stopped {
+            drop(committed);
+            self.roll_back(previous);
+            return Err(budget
+                .error()
+                .unwrap_or_else(|| EngineError::new("limit exceeded")));
+        }
         self.results = committed.into_iter().map(|c| c.rows).collect();
+        if let Some(max) = budget.limits().max_changes {
+            // The exact net change, now that the result is known.
+            let results = &self.results;
+            let count = crate::difference_count(
+                results.len().max(previous.len()),
+                |r, f| {
+                    if let Some(rows) = previous.get(r as usize) {
+                        rows.iter().for_each(f)
+                    }
+                },
+                |r, f| {
+                    if let Some(rows) = results.get(r as usize) {
+                        rows.iter().for_each(f)
+                    }
+                },
+            );
+            if count > max {
+                self.roll_back(previous);
+                return Err(EngineError::limit_exceeded(crate::LimitExceeded::Changes(
+                    max,
+                )));
+            }
+        }
+        self.saved_program = None;
+        self.undo.clear();
         if self.track {
             self.changes = crate::difference(
                 self.results.len().max(previous.len()),

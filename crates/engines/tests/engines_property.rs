@@ -4,11 +4,18 @@
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
 //! materialization equals the reference's from-scratch result, and its reported changes
 //! equal the difference of consecutive reference results.
+//!
+//! Some cases set a random limit of changes per commit ([`Limits::max_changes`]): a
+//! commit whose net change (by the reference) is over it must be refused, and one under
+//! it accepted (the differential engine may refuse one under it: see `Limits`); a
+//! refused commit leaves the materialization, the program and the base facts as they
+//! were, and the following commits go on from there.
 
 mod diff_common;
 
 use diff_common::*;
 use dynalog_analysis::{Program, RelId, Value};
+use dynalog_engines::Limits;
 use proptest::prelude::*;
 
 const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n\
@@ -124,6 +131,7 @@ fn run_case(
     start_mask: u32,
     commits: &[Commit],
     workers: usize,
+    limit: Option<u64>,
 ) -> Result<(), TestCaseError> {
     let empty = try_program(DECLS, Default::default()).expect("declarations");
     let pool = &valid_rules(pool, &empty)[..];
@@ -132,10 +140,17 @@ fn run_case(
     let mut engine =
         dynalog_engines::create(engine_name, program.clone(), workers).expect("starts");
     engine.track_changes(true);
+    engine
+        .set_limits(Limits {
+            max_changes: limit,
+            max_time: None,
+        })
+        .expect("limits");
     let names = ["e", "f", "u"];
     let mut base: Vec<(RelId, Vec<Value>)> = program.facts.clone();
     let mut prev: Db = vec![];
     for (n, (facts, mask)) in commits.iter().enumerate() {
+        let before = (program.clone(), base.clone());
         if let Some(mask) = mask
             && let Some(next) = build(pool, *mask, &program)
         {
@@ -158,8 +173,46 @@ fn run_case(
                 base.retain(|x| *x != (rel, t.clone()));
             }
         }
-        engine.commit().expect("commits");
+        let result = engine.commit();
         let want = reference(&program, &base);
+        let net = difference(&prev, &want).len() as u64;
+        if let Err(e) = result {
+            let limit = limit.expect("only a limit refuses a commit");
+            prop_assert!(e.limit.is_some(), "{}: {}", engine_name, e);
+            prop_assert!(
+                net > limit || engine_name == "diff",
+                "{}: commit {} refused with {} changes, under the limit {}",
+                engine_name,
+                n,
+                net,
+                limit
+            );
+            (program, base) = before;
+            prop_assert_eq!(engine.program().rules.len(), program.rules.len());
+            let got = snapshot(engine.as_ref());
+            for (i, rel) in program.relations.iter().enumerate() {
+                let empty = Default::default();
+                prop_assert_eq!(
+                    &got[i],
+                    prev.get(i).unwrap_or(&empty),
+                    "{}: relation {} after refused commit {}",
+                    engine_name,
+                    rel.name,
+                    n
+                );
+            }
+            continue;
+        }
+        if let Some(limit) = limit {
+            prop_assert!(
+                net <= limit,
+                "{}: commit {} accepted with {} changes, over the limit {}",
+                engine_name,
+                n,
+                net,
+                limit
+            );
+        }
         let got = snapshot(engine.as_ref());
         for (i, rel) in program.relations.iter().enumerate() {
             prop_assert_eq!(
@@ -203,8 +256,9 @@ macro_rules! engine_property {
                 start in any::<u32>(),
                 commits in commits(),
                 workers in 1usize..3,
+                limit in proptest::option::weighted(0.3, 0u64..30),
             ) {
-                run_case($engine, pool, start, &commits, workers)?;
+                run_case($engine, pool, start, &commits, workers, limit)?;
             }
         }
 
@@ -218,8 +272,9 @@ macro_rules! engine_property {
                 start in any::<u32>(),
                 commits in commits(),
                 workers in 1usize..3,
+                limit in proptest::option::weighted(0.3, 0u64..30),
             ) {
-                run_case($engine, pool, start, &commits, workers)?;
+                run_case($engine, pool, start, &commits, workers, limit)?;
             }
         }
     };

@@ -275,6 +275,7 @@ pub(crate) fn build<R: Row>(
     stages: usize,
     buckets: u32,
     gather: bool,
+    changes: std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> Handles<R> {
     worker.dataflow::<u32, _, _>(|scope| {
         let (facts_in, base) = scope.new_collection::<R, Mult>();
@@ -419,6 +420,9 @@ pub(crate) fn build<R: Row>(
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {
+                    // Changes of presence leaving the loop, for the limit of changes
+                    // per commit (see `Limits::max_changes`).
+                    changes.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     let mut rounds = rounds2.borrow_mut();
                     for (_, t, _) in data {
                         let level = (t.inner >> LEVEL_SHIFT) as usize;

@@ -179,10 +179,11 @@ mod dataflow;
 mod distinct;
 mod entries;
 mod flatset;
+mod liveness;
 mod profile;
 mod runtime;
 
-use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
+use crate::{Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, StratumStats};
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 use flatset::FlatSet;
@@ -190,6 +191,7 @@ pub(crate) use runtime::Role;
 use runtime::{Batch, Runtime};
 pub use runtime::{Cluster, bytes_sent};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Join stages the dataflow is built with at least, so that adding a rule with a
@@ -238,6 +240,13 @@ pub struct Diff {
     /// (rules, patterns) of the tables already sent to the other processes
     /// ([`Role::Leader`]).
     sent_tables: (usize, usize),
+    /// Limits of every commit ([`Engine::set_limits`]).
+    limits: Limits,
+    /// The program before the first [`Diff::set_program`] since the last commit, to go
+    /// back to when a limit refuses the commit.
+    saved_program: Option<Program>,
+    /// Whether a commit succeeded (before, the program's inline facts are staged).
+    committed: bool,
 }
 
 impl Diff {
@@ -301,7 +310,7 @@ impl Diff {
             Some(&cluster),
             Role::Follower,
         )
-        .map_err(EngineError)?;
+        .map_err(EngineError::new)?;
         Ok(Follower { runtime })
     }
 
@@ -366,10 +375,13 @@ impl Diff {
             cluster,
             role,
             sent_tables: (0, 0),
+            limits: Limits::NONE,
+            saved_program: None,
+            committed: false,
         };
         diff.set_program(program);
         let shape = compile::shape(&diff.program);
-        diff.runtime = Some(diff.start(shape).map_err(EngineError)?);
+        diff.runtime = Some(diff.start(shape).map_err(EngineError::new)?);
         Ok(diff)
     }
 
@@ -397,7 +409,10 @@ impl Diff {
             self.truncate = Some(self.truncate.map_or(n, |t| t.min(n)));
         }
         let changes = crate::inline_fact_changes(&self.program, &program);
-        self.program = program;
+        let old = std::mem::replace(&mut self.program, program);
+        if self.saved_program.is_none() && self.runtime.is_some() {
+            self.saved_program = Some(old);
+        }
         while self.base.len() < self.program.relations.len() {
             let arity = self.program.relations[self.base.len()].arity();
             self.base.push(FlatSet::new(arity));
@@ -482,7 +497,14 @@ impl Diff {
         Ok(want)
     }
 
-    fn commit_inner(&mut self) -> Result<(), String> {
+    /// Apply the staged changes. `Ok(Some(limit))` when a limit stopped the workers:
+    /// the base facts and the rules sent are then as before the commit, but the
+    /// dataflow is mid-commit (see [`Diff::roll_back`]).
+    fn commit_inner(
+        &mut self,
+        limits: Limits,
+        started: Instant,
+    ) -> Result<Option<LimitExceeded>, String> {
         // Rules: compile, and decide whether the dataflow still fits.
         let want = if self.rules_dirty {
             Some(self.rule_ids()?)
@@ -509,15 +531,20 @@ impl Diff {
                 let Some(rt) = self.runtime.as_mut() else {
                     return Err("the differential engine has no workers".into());
                 };
-                rt.commit(Batch {
+                rt.commit(Arc::new(Batch {
                     epoch: self.epoch,
                     tables,
                     ..Batch::default()
-                })?;
+                }))?;
                 self.epoch += 1;
                 self.sent_tables = self.registry.shared.sizes();
             }
         }
+        let limited = !limits.is_none();
+        // What a refused commit must restore: the rules sent, and the base facts (a
+        // rebuild sends them all, not their changes, so they are copied).
+        let saved_rules = limited.then(|| self.sent_rules.clone());
+        let saved_base = (limited && rebuild).then(|| self.base.clone());
         if rebuild {
             // Stop the old workers first (drop joins them), then start anew.
             self.runtime = None;
@@ -527,6 +554,8 @@ impl Diff {
         let width = self.runtime.as_ref().map_or(4, |rt| rt.width);
         let mut batch = Batch {
             epoch: self.epoch,
+            max_changes: limits.max_changes,
+            deadline: limits.max_time.map(|t| started + t),
             ..Batch::default()
         };
         if let Some(want) = want {
@@ -600,15 +629,78 @@ impl Diff {
             // Nothing changes: no epoch needed.
             self.last_changes.clear();
             self.finish_truncate();
-            return Ok(());
+            return Ok(None);
         }
         let Some(rt) = self.runtime.as_mut() else {
             return Err("the differential engine has no workers".into());
         };
-        let out = rt.commit(batch)?;
+        let batch = Arc::new(batch);
+        let out = rt.commit(batch.clone())?;
+        if out.aborted != 0 {
+            // Put the base facts and the rules sent back as they were.
+            if let Some(base) = saved_base {
+                self.base = base;
+            } else {
+                for (i, &d) in batch.fact_diffs.iter().enumerate().rev() {
+                    let row = &batch.facts[i * width..(i + 1) * width];
+                    let rel = row[0] as usize;
+                    if let Some(set) = self.base.get_mut(rel) {
+                        let tuple = &row[1..1 + set.arity()];
+                        if d > 0 {
+                            set.remove(tuple);
+                        } else {
+                            set.insert(tuple);
+                        }
+                    }
+                }
+            }
+            if let Some(rules) = saved_rules {
+                self.sent_rules = rules;
+            }
+            return Ok(Some(if out.aborted == 1 {
+                LimitExceeded::Changes(limits.max_changes.unwrap_or(0))
+            } else {
+                LimitExceeded::Time(limits.max_time.unwrap_or_default())
+            }));
+        }
         self.epoch += 1;
         self.rounds = out.rounds;
-        self.apply(out.facts, out.diffs, width, rebuild)
+        self.apply(out.facts, out.diffs, width, rebuild)?;
+        Ok(None)
+    }
+
+    /// After a commit stopped by a limit: go back to the program before it, drop the
+    /// dataflow (stopped mid-commit) and build it again from that program's rules and
+    /// the base facts before the commit. The mirror was not touched: the rebuilt
+    /// dataflow's output must equal it.
+    fn roll_back(&mut self) -> Result<(), String> {
+        self.runtime = None;
+        if let Some(program) = self.saved_program.take() {
+            let n = program.relations.len();
+            self.program = program;
+            self.base.truncate(n);
+            self.mirror.truncate(n);
+        }
+        self.truncate = None;
+        self.rejected = None;
+        self.staged.clear();
+        self.staged_values.clear();
+        self.rules_dirty = true;
+        let started = Instant::now();
+        self.commit_inner(Limits::NONE, started)?;
+        if !self.last_changes.is_empty() {
+            return Err(format!(
+                "rolling back a refused commit changed {} facts",
+                self.last_changes.len()
+            ));
+        }
+        if !self.committed {
+            // Before the first commit, the program's inline facts are staged.
+            for (rel, tuple) in self.program.facts.clone() {
+                self.stage(true, rel, &tuple);
+            }
+        }
+        Ok(())
     }
 
     /// Apply the workers' output to the mirror.
@@ -728,6 +820,25 @@ impl Engine for Diff {
         self.check_fits(program)
     }
 
+    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+        if self.role != Role::Alone && !limits.is_none() {
+            return Err(
+                "limits per commit are not supported with several processes (-n > 1): a \
+                 refused commit is rolled back by rebuilding the dataflow, which a cluster \
+                 cannot do"
+                    .into(),
+            );
+        }
+        self.limits = limits;
+        Ok(())
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.failed
+            .clone()
+            .or_else(|| self.runtime.as_ref().and_then(|rt| rt.failure()))
+    }
+
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
@@ -745,16 +856,32 @@ impl Engine for Diff {
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let start = Instant::now();
-        if let Some(msg) = &self.failed {
-            return Err(EngineError(msg.clone()));
+        if let Some(msg) = Engine::failed(self) {
+            self.failed = Some(msg.clone());
+            return Err(EngineError::new(msg));
         }
         if let Some(msg) = self.rejected.take() {
-            return Err(EngineError(msg));
+            return Err(EngineError::new(msg));
         }
-        if let Err(msg) = self.commit_inner() {
-            self.failed = Some(msg.clone());
-            return Err(EngineError(msg));
+        // Transaction 0 builds the dataflow: a limit would have nothing to roll back to
+        // but an empty one, which is just as exact.
+        match self.commit_inner(self.limits, start) {
+            Ok(None) => {}
+            Ok(Some(limit)) => {
+                if let Err(msg) = self.roll_back() {
+                    let msg = format!("{msg} (after a refused commit: {limit})");
+                    self.failed = Some(msg.clone());
+                    return Err(EngineError::new(msg));
+                }
+                return Err(EngineError::limit_exceeded(limit));
+            }
+            Err(msg) => {
+                self.failed = Some(msg.clone());
+                return Err(EngineError::new(msg));
+            }
         }
+        self.saved_program = None;
+        self.committed = true;
         let elapsed = start.elapsed();
         let levels = self.rel_levels.iter().copied().max().map_or(1, |l| l + 1);
         let strata = (0..levels)
@@ -835,6 +962,6 @@ impl Follower {
     /// a worker of this process failed; a lost connection to another process ends the
     /// process through timely's own panic, as in [`Diff::with_cluster`].
     pub fn wait(mut self) -> Result<(), EngineError> {
-        self.runtime.wait().map_err(EngineError)
+        self.runtime.wait().map_err(EngineError::new)
     }
 }

@@ -16,6 +16,7 @@ use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 use timely::communication::WorkerGuards;
@@ -34,6 +35,20 @@ pub(crate) struct Batch {
     /// Table entries for the other processes of a cluster ([`Role::Leader`] only; a
     /// batch that has them has nothing else).
     pub tables: Vec<TableEntry>,
+    /// Limits of the commit: stop when more changes than this leave the loop...
+    pub max_changes: Option<u64>,
+    /// ... or at this time (the workers then reply [`Reply::Aborted`]; the dataflow is
+    /// left mid-commit and must be dropped).
+    pub deadline: Option<Instant>,
+}
+
+/// What the workers of a process share about the commit in progress.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    /// Changes of presence that left the loop since the commit began.
+    pub changes: Arc<AtomicU64>,
+    /// 0: running; 1: too many changes; 2: too late (see [`Batch::max_changes`]).
+    pub stop: AtomicU8,
 }
 
 /// How the workers of this process take part in the dataflow.
@@ -64,6 +79,9 @@ pub(crate) struct Output {
     pub diffs: Vec<isize>,
     /// Rounds per level (the most of any worker).
     pub rounds: Vec<u32>,
+    /// A limit stopped the commit: 1 too many changes, 2 too late. The dataflow is
+    /// left mid-commit: drop the runtime.
+    pub aborted: u8,
 }
 
 pub(crate) enum Cmd {
@@ -79,6 +97,8 @@ pub(crate) enum Reply {
         /// Rounds per level.
         rounds: Vec<u32>,
     },
+    /// A limit stopped the commit (see [`Control::stop`]).
+    Aborted(u8),
     Failed(String),
 }
 
@@ -92,6 +112,10 @@ pub(crate) struct Runtime {
     guards: Option<WorkerGuards<()>>,
     /// A worker failed: do not wait for the workers when dropping.
     failed: bool,
+    control: Arc<Control>,
+    /// The cluster's heartbeat ([`Cluster::peer_timeout`]): its failure ends every wait
+    /// for the workers.
+    liveness: Option<super::liveness::Liveness>,
 }
 
 impl Runtime {
@@ -118,11 +142,12 @@ impl Runtime {
     }
 
     /// Send a batch to every worker and wait for all replies.
-    pub(crate) fn commit(&mut self, batch: Batch) -> Result<Output, String> {
+    pub(crate) fn commit(&mut self, batch: Arc<Batch>) -> Result<Output, String> {
         if self.failed {
             return Err("the differential engine failed earlier".into());
         }
-        let batch = Arc::new(batch);
+        self.control.changes.store(0, Ordering::Relaxed);
+        self.control.stop.store(0, Ordering::Relaxed);
         for (tx, th) in self.senders.iter().zip(&self.threads) {
             if tx.send(Cmd::Commit(batch.clone())).is_err() {
                 self.failed = true;
@@ -135,13 +160,19 @@ impl Runtime {
             facts,
             diffs,
             rounds,
+            aborted,
         } = &mut out;
         for _ in 0..self.senders.len() {
             let Output {
                 facts: f,
                 diffs: d,
                 rounds: r,
+                aborted: a,
             } = self.reply()?;
+            if a != 0 {
+                *aborted = a;
+                continue;
+            }
             if facts.is_empty() {
                 *facts = f;
                 *diffs = d;
@@ -170,9 +201,29 @@ impl Runtime {
         Ok(())
     }
 
+    /// Why the cluster failed, once a peer stopped answering.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.liveness.as_ref().and_then(|l| l.failure.get())
+    }
+
     /// The next worker's reply: its output rows, diffs and rounds, or why it failed.
     fn reply(&mut self) -> Result<Output, String> {
-        match self.replies.recv() {
+        let received = match &self.liveness {
+            None => self.replies.recv().map_err(|_| ()),
+            Some(l) => loop {
+                match self.replies.recv_timeout(Duration::from_millis(50)) {
+                    Ok(r) => break Ok(r),
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break Err(()),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        if let Some(reason) = l.failure.get() {
+                            self.failed = true;
+                            return Err(reason);
+                        }
+                    }
+                }
+            },
+        };
+        match received {
             Ok(Reply::Done {
                 facts,
                 diffs,
@@ -181,12 +232,17 @@ impl Runtime {
                 facts,
                 diffs,
                 rounds,
+                aborted: 0,
+            }),
+            Ok(Reply::Aborted(why)) => Ok(Output {
+                aborted: why,
+                ..Output::default()
             }),
             Ok(Reply::Failed(msg)) => {
                 self.failed = true;
                 Err(format!("differential worker failed: {msg}"))
             }
-            Err(_) => {
+            Err(()) => {
                 self.failed = true;
                 Err("a differential worker stopped".into())
             }
@@ -201,10 +257,27 @@ impl Drop for Runtime {
             th.unpark();
         }
         if let Some(guards) = self.guards.take() {
-            if self.failed {
+            if self.failed || self.failure().is_some() {
                 // A failed worker may have left its peers waiting for it forever:
                 // do not join them (their threads are leaked, parked).
                 std::mem::forget(guards);
+            } else if let Some(l) = &self.liveness {
+                // Joining waits for the other processes: stop waiting if one of them
+                // stops answering.
+                let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+                let joined = std::thread::Builder::new().spawn(move || {
+                    let _ = guards.join();
+                    let _ = tx.send(());
+                });
+                if joined.is_ok() {
+                    while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                        rx.recv_timeout(Duration::from_millis(50))
+                    {
+                        if l.failure.get().is_some() {
+                            break;
+                        }
+                    }
+                }
             } else {
                 let _ = guards.join();
             }
@@ -228,6 +301,8 @@ fn start_typed<R: Row>(
         receivers.push(rx);
     }
     let (reply_tx, replies) = unbounded::<Reply>();
+    let control = Arc::new(Control::default());
+    let worker_control = control.clone();
     let (thread_tx, thread_rx) = unbounded::<(usize, Thread)>();
     let (first, gather, communication, timeout) = match &cluster {
         Some(c) if c.processes > 1 => (
@@ -270,7 +345,14 @@ fn start_typed<R: Row>(
             first,
             local: workers,
         };
-        run_worker::<R>(worker, rx, reply_tx.clone(), shared.clone(), setup);
+        run_worker::<R>(
+            worker,
+            rx,
+            reply_tx.clone(),
+            shared.clone(),
+            setup,
+            worker_control.clone(),
+        );
     };
     // Connecting to the other processes blocks until every peer is there: do it on a
     // thread of its own, so that a peer that never comes is an error after the timeout.
@@ -311,6 +393,13 @@ fn start_typed<R: Row>(
             .map_err(|_| "the differential workers did not start".to_string())?,
     };
     let guards = started?;
+    let liveness = match &cluster {
+        Some(c) if c.processes > 1 && matches!(role, Role::Leader | Role::Follower) => c
+            .peer_timeout
+            .map(|t| super::liveness::Liveness::start(&c.hosts, c.process, t))
+            .transpose()?,
+        _ => None,
+    };
     let mut threads: Vec<Option<Thread>> = vec![None; workers];
     for _ in 0..workers {
         match thread_rx.recv() {
@@ -330,6 +419,8 @@ fn start_typed<R: Row>(
         threads,
         guards: Some(guards),
         failed: false,
+        control,
+        liveness,
     })
 }
 
@@ -419,6 +510,10 @@ pub struct Cluster {
     pub hosts: Vec<String>,
     /// How long to wait for every peer to connect.
     pub connect_timeout: std::time::Duration,
+    /// Live clusters ([`super::Diff::lead`], [`super::Diff::follow`]): a process not
+    /// heard from for this long fails the cluster (module `liveness`); `None`: no
+    /// heartbeat (a stopped peer then hangs the others).
+    pub peer_timeout: Option<std::time::Duration>,
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -498,12 +593,20 @@ fn run_worker<R: Row>(
     reply: Sender<Reply>,
     shared: Arc<Shared>,
     setup: Setup,
+    control: Arc<Control>,
 ) {
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
     let tables = Rc::new(Tables::new(shared));
     let profile = super::profile::Profile::start(worker);
-    let handles = build::<R>(worker, tables, setup.stages, buckets, setup.gather);
+    let handles = build::<R>(
+        worker,
+        tables,
+        setup.stages,
+        buckets,
+        setup.gather,
+        control.changes.clone(),
+    );
     if setup.role == Role::Follower {
         follow(worker, handles, &rx, &reply);
         if let Some(profile) = profile {
@@ -550,7 +653,53 @@ fn run_worker<R: Row>(
                     handles.rules.flush();
                     handles.tables.flush();
                     let probe = handles.probe.clone();
-                    worker.step_or_park_while(None, || probe.less_than(&next));
+                    if batch.max_changes.is_none() && batch.deadline.is_none() {
+                        worker.step_or_park_while(None, || probe.less_than(&next));
+                    } else {
+                        // Check the limits between steps; wake up now and then to
+                        // notice a peer's stop or the deadline while parked.
+                        let over = || {
+                            if control.stop.load(Ordering::Relaxed) != 0 {
+                                return true;
+                            }
+                            let why = if batch
+                                .max_changes
+                                .is_some_and(|m| control.changes.load(Ordering::Relaxed) > m)
+                            {
+                                1
+                            } else if batch.deadline.is_some_and(|d| Instant::now() >= d) {
+                                2
+                            } else {
+                                return false;
+                            };
+                            let _ = control.stop.compare_exchange(
+                                0,
+                                why,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                            true
+                        };
+                        worker.step_or_park_while(Some(Duration::from_millis(5)), || {
+                            probe.less_than(&next) && !over()
+                        });
+                        // The commit may have completed between two checks.
+                        if batch
+                            .max_changes
+                            .is_some_and(|m| control.changes.load(Ordering::Relaxed) > m)
+                        {
+                            let _ = control.stop.compare_exchange(
+                                0,
+                                1,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                        }
+                        let why = control.stop.load(Ordering::Relaxed);
+                        if why != 0 {
+                            return Reply::Aborted(why);
+                        }
+                    }
                     if let Some(profile) = profile.as_ref().filter(|p| p.each_commit) {
                         profile.report(worker, &format!("commit {}", batch.epoch));
                     }

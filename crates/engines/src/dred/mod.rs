@@ -56,7 +56,7 @@
 
 pub mod store;
 
-use crate::{Change, CommitStats, Engine, EngineError, StratumStats};
+use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,17 +80,46 @@ impl View<'_> {
     }
 }
 
-/// Head tuples produced by one task, flat (stride = the head's arity).
-#[derive(Debug, Default)]
-pub struct Output {
+/// Head tuples produced by one task, flat (stride = the head's arity), and the limits
+/// of the commit: an evaluator calls [`Output::tick`] in its loops and stops when
+/// [`Output::stopped`].
+#[derive(Debug)]
+pub struct Output<'b> {
     pub data: Vec<u32>,
     pub count: usize,
+    budget: &'b Budget,
+    ticks: u32,
 }
 
-impl Output {
+impl<'b> Output<'b> {
+    fn new(budget: &'b Budget) -> Output<'b> {
+        Output {
+            data: Vec::new(),
+            count: 0,
+            budget,
+            ticks: 0,
+        }
+    }
+
     pub fn push(&mut self, tuple: &[u32]) {
         self.data.extend_from_slice(tuple);
         self.count += 1;
+        self.tick();
+    }
+
+    /// Count a step of work; every few thousand, check the deadline.
+    #[inline]
+    pub fn tick(&mut self) {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks & 0xFFF == 0 {
+            self.budget.check_time();
+        }
+    }
+
+    /// Whether a limit of the commit was hit: the evaluation should stop.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.budget.stopped()
     }
 
     fn tuples(&self, arity: usize) -> impl Iterator<Item = &[u32]> {
@@ -120,7 +149,7 @@ pub trait Evaluator: Sync + Sized {
         view: &View<'_>,
         delta: Option<&Store>,
         witness: bool,
-        out: &mut Output,
+        out: &mut Output<'_>,
     );
 }
 
@@ -210,14 +239,18 @@ struct Task<'a> {
 }
 
 /// Run the tasks, in parallel over `workers` threads; outputs in task order.
-fn run_tasks<E: Evaluator>(
+fn run_tasks<'b, E: Evaluator>(
     eval: &E,
     tasks: &[Task<'_>],
     view: &View<'_>,
     workers: usize,
-) -> Vec<Output> {
+    budget: &'b Budget,
+) -> Vec<Output<'b>> {
     let run = |t: &Task<'_>| {
-        let mut out = Output::default();
+        let mut out = Output::new(budget);
+        if budget.stopped() {
+            return out;
+        }
         eval.run(t.rule, t.variant, view, t.delta, t.witness, &mut out);
         out
     };
@@ -268,6 +301,14 @@ pub struct Dred<E: Evaluator> {
     rejected: Option<String>,
     track: bool,
     changes: Vec<Change>,
+    /// Limits of every commit ([`Engine::set_limits`]).
+    limits: Limits,
+    /// The program (and `remat`) before the first [`Engine::set_program`] since the
+    /// last commit, to go back to if the commit is refused by a limit.
+    saved: Option<(Program, bool)>,
+    /// Base-fact changes of the transaction (while limits are set, and the facts of
+    /// relations a program change drops).
+    undo: UndoLog,
 }
 
 /// Per relation: an empty store of its arity, without indexes.
@@ -303,6 +344,55 @@ impl<E: Evaluator> Dred<E> {
             rejected: None,
             track: false,
             changes: Vec::new(),
+            limits: Limits::NONE,
+            saved: None,
+            undo: UndoLog::default(),
+        }
+    }
+
+    /// Go back to the program and base facts before the transaction (the caller
+    /// restores the materialization).
+    fn roll_back_base(&mut self) {
+        if let Some((program, remat)) = self.saved.take() {
+            let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
+            self.base.truncate(program.relations.len());
+            while self.base.len() < program.relations.len() {
+                self.base
+                    .push(Store::new(program.relations[self.base.len()].arity()));
+            }
+            self.program = program;
+            self.eval = eval;
+            self.rules = rules;
+            self.specs = specs;
+            self.derived = derived;
+            self.remat = remat;
+        }
+        let base = &mut self.base;
+        self.undo.undo(|insert, rel, tuple| {
+            if let Some(set) = base.get_mut(rel as usize) {
+                if insert {
+                    set.insert(tuple);
+                } else {
+                    set.remove(tuple);
+                }
+            }
+        });
+        self.changes.clear();
+    }
+
+    /// Undo the changes `(plus, minus)` of the materialization.
+    fn undo_stores(&mut self, plus: &[Store], minus: &[Store]) {
+        for (r, store) in self.stores.iter_mut().enumerate() {
+            if let Some(p) = plus.get(r) {
+                for t in p.iter() {
+                    store.remove(t);
+                }
+            }
+            if let Some(m) = minus.get(r) {
+                for t in m.iter() {
+                    store.insert(t);
+                }
+            }
         }
     }
 
@@ -369,11 +459,18 @@ impl<E: Evaluator> Dred<E> {
         (plus, minus)
     }
 
-    /// Evaluate everything from the base facts.
-    fn rematerialize(&mut self, stats: &mut CommitStats) {
+    /// Evaluate everything from the base facts. Returns the previous materialization
+    /// instead if a limit stops it.
+    fn rematerialize(&mut self, stats: &mut CommitStats, budget: &Budget) -> Result<(), ()> {
         let old = std::mem::take(&mut self.stores);
-        // The previous materialization is only needed for the changes.
-        let old = if self.track { old } else { Vec::new() };
+        // The previous materialization is only needed for the changes, or to go back to.
+        let limited = !budget.limits().is_none();
+        let old = if self.track || limited {
+            old
+        } else {
+            Vec::new()
+        };
+        let old_total: usize = old.iter().map(Store::len).sum();
         let n = self.program.relations.len();
         self.stores = (0..n).map(|r| self.indexed(r)).collect();
         for (store, base) in self.stores.iter_mut().zip(&self.base) {
@@ -381,15 +478,55 @@ impl<E: Evaluator> Dred<E> {
                 store.insert(t);
             }
         }
+        let mut floor = self.stores.iter().map(Store::len).sum::<usize>() as i64 - old_total as i64;
         let none = empty_stores(&self.program);
+        let mut stopped = budget.check(floor.max(0) as u64);
         for s in 0..self.program.strata.len() {
+            if stopped {
+                break;
+            }
             let started = Instant::now();
             let mut del = empty_stores(&self.program);
             let mut added = empty_stores(&self.program);
             let delta = empty_stores(&self.program);
-            let iterations =
-                self.insert_phase(s, true, delta, (&none, &none), &mut del, &mut added, stats);
+            let Some(iterations) = self.insert_phase(
+                s,
+                true,
+                delta,
+                (&none, &none),
+                (&mut del, &mut added),
+                stats,
+                (floor, budget),
+            ) else {
+                stopped = true;
+                break;
+            };
+            floor += added.iter().map(Store::len).sum::<usize>() as i64;
             self.stratum_stats(s, iterations, started, stats);
+        }
+        if !stopped && let Some(max) = budget.limits().max_changes {
+            let stores = &self.stores;
+            let count = crate::difference_count(
+                n.max(old.len()),
+                |r, f| {
+                    if let Some(s) = old.get(r as usize) {
+                        s.iter().for_each(f)
+                    }
+                },
+                |r, f| {
+                    if let Some(s) = stores.get(r as usize) {
+                        s.iter().for_each(f)
+                    }
+                },
+            );
+            if count > max {
+                budget.check(count);
+                stopped = true;
+            }
+        }
+        if stopped {
+            self.stores = old;
+            return Err(());
         }
         if self.track {
             let stores = &self.stores;
@@ -407,6 +544,7 @@ impl<E: Evaluator> Dred<E> {
                 },
             );
         }
+        Ok(())
     }
 
     fn stratum_stats(
@@ -428,9 +566,15 @@ impl<E: Evaluator> Dred<E> {
         });
     }
 
-    /// Maintain the materialization under the base changes `B+`, `B-`; returns the
-    /// changes per relation `(plus, minus)`.
-    fn maintain(&mut self, bplus: &[Store], bminus: &[Store], stats: &mut CommitStats) {
+    /// Maintain the materialization under the base changes `B+`, `B-`. If a limit stops
+    /// it, the materialization is put back as it was and `Err` returned.
+    fn maintain(
+        &mut self,
+        bplus: &[Store],
+        bminus: &[Store],
+        stats: &mut CommitStats,
+        budget: &Budget,
+    ) -> Result<(), ()> {
         let n = self.program.relations.len();
         let mut plus = empty_stores(&self.program);
         let mut minus: Vec<Store> = (0..n).map(|r| self.indexed(r)).collect();
@@ -446,10 +590,24 @@ impl<E: Evaluator> Dred<E> {
                 }
             }
         }
+        // The net change so far (complete relations).
+        let mut changes = plus.iter().chain(&minus).map(Store::len).sum::<usize>() as u64;
+        if budget.check(changes) {
+            self.undo_stores(&plus, &minus);
+            return Err(());
+        }
         for s in 0..self.program.strata.len() {
             let started = Instant::now();
-            let mut del = self.overdelete(s, bminus, (&plus, &minus), stats);
-            let mut delta = self.rederive(s, &del);
+            let Some(mut del) = self.overdelete(s, bminus, (&plus, &minus), stats, budget) else {
+                self.undo_stores(&plus, &minus);
+                return Err(());
+            };
+            let Some(mut delta) = self.rederive(s, &del, budget) else {
+                let none = empty_stores(&self.program);
+                self.undo_stores(&none, &del);
+                self.undo_stores(&plus, &minus);
+                return Err(());
+            };
             for &r in &self.program.strata[s].relations {
                 let r = r as usize;
                 for t in bplus[r].iter() {
@@ -459,15 +617,19 @@ impl<E: Evaluator> Dred<E> {
                 }
             }
             let mut added = empty_stores(&self.program);
-            let iterations = self.insert_phase(
+            let Some(iterations) = self.insert_phase(
                 s,
                 false,
                 delta,
                 (&plus, &minus),
-                &mut del,
-                &mut added,
+                (&mut del, &mut added),
                 stats,
-            );
+                (changes as i64, budget),
+            ) else {
+                self.undo_stores(&added, &del);
+                self.undo_stores(&plus, &minus);
+                return Err(());
+            };
             for &r in &self.program.strata[s].relations {
                 let r = r as usize;
                 plus[r] = std::mem::take(&mut added[r]);
@@ -476,6 +638,11 @@ impl<E: Evaluator> Dred<E> {
                     gone.insert(t);
                 }
                 minus[r] = gone;
+                changes += (plus[r].len() + minus[r].len()) as u64;
+            }
+            if budget.check(changes) {
+                self.undo_stores(&plus, &minus);
+                return Err(());
             }
             self.stratum_stats(s, iterations, started, stats);
         }
@@ -488,6 +655,7 @@ impl<E: Evaluator> Dred<E> {
                     .extend(m.iter().map(|t| (r as RelId, t.to_vec(), -1)));
             }
         }
+        Ok(())
     }
 
     /// The tasks of the rules of stratum `s` whose literal over a relation of another
@@ -545,9 +713,13 @@ impl<E: Evaluator> Dred<E> {
         &self,
         tasks: &[Task<'_>],
         view: &View<'_>,
+        budget: &Budget,
         mut keep: impl FnMut(usize, &[u32]) -> bool,
-    ) -> Vec<Store> {
-        let outputs = run_tasks(&self.eval, tasks, view, self.workers);
+    ) -> Option<Vec<Store>> {
+        let outputs = run_tasks(&self.eval, tasks, view, self.workers, budget);
+        if budget.check_time() {
+            return None;
+        }
         let mut kept = empty_stores(&self.program);
         for (task, out) in tasks.iter().zip(&outputs) {
             let head = self.rules[task.rule].head as usize;
@@ -557,7 +729,7 @@ impl<E: Evaluator> Dred<E> {
                 }
             }
         }
-        kept
+        Some(kept)
     }
 
     /// Overdeletion for stratum `s` over the old state; returns the overdeleted facts
@@ -568,7 +740,8 @@ impl<E: Evaluator> Dred<E> {
         bminus: &[Store],
         (lplus, lminus): (&[Store], &[Store]),
         stats: &mut CommitStats,
-    ) -> Vec<Store> {
+        budget: &Budget,
+    ) -> Option<Vec<Store>> {
         let mut del = empty_stores(&self.program);
         let mut delta = empty_stores(&self.program);
         for &r in &self.program.strata[s].relations {
@@ -594,19 +767,19 @@ impl<E: Evaluator> Dred<E> {
             if tasks.is_empty() {
                 break;
             }
-            delta = self.derive(&tasks, &view, |head, t| {
+            delta = self.derive(&tasks, &view, budget, |head, t| {
                 self.stores[head].contains(t) && del[head].insert(t)
-            });
+            })?;
             first = false;
         }
         stats.overdeleted += del.iter().map(Store::len).sum::<usize>();
-        del
+        Some(del)
     }
 
     /// Remove the overdeleted facts `del` of stratum `s` from the materialization;
     /// returns those with a one-step derivation from what remains, or that are base
     /// facts (not yet put back).
-    fn rederive(&mut self, s: usize, del: &[Store]) -> Vec<Store> {
+    fn rederive(&mut self, s: usize, del: &[Store], budget: &Budget) -> Option<Vec<Store>> {
         let stratum = &self.program.strata[s];
         for &r in &stratum.relations {
             for t in del[r as usize].iter() {
@@ -638,7 +811,7 @@ impl<E: Evaluator> Dred<E> {
             stores: &self.stores,
             old: None,
         };
-        let mut back = self.derive(&tasks, &view, |head, t| del[head].contains(t));
+        let mut back = self.derive(&tasks, &view, budget, |head, t| del[head].contains(t))?;
         for &r in &stratum.relations {
             let r = r as usize;
             for t in del[r].iter() {
@@ -647,14 +820,15 @@ impl<E: Evaluator> Dred<E> {
                 }
             }
         }
-        back
+        Some(back)
     }
 
     /// The insertion phase of stratum `s`: add `delta` (facts not in the
     /// materialization), then run semi-naive rounds until nothing new appears. In the
     /// first round, `full` runs every rule in full, otherwise the lower changes seed
     /// it. A fact added that is in `del` (overdeleted) is taken out of it and counted as
-    /// rederived; the others go to `added`. Returns the number of rounds.
+    /// rederived; the others go to `added`. Returns the number of rounds, or `None` if
+    /// a limit stops it: the net change is at least `floor` plus the facts added.
     #[allow(clippy::too_many_arguments)]
     fn insert_phase(
         &mut self,
@@ -662,10 +836,11 @@ impl<E: Evaluator> Dred<E> {
         full: bool,
         mut delta: Vec<Store>,
         lower: (&[Store], &[Store]),
-        del: &mut [Store],
-        added: &mut [Store],
+        (del, added): (&mut [Store], &mut [Store]),
         stats: &mut CommitStats,
-    ) -> usize {
+        (floor, budget): (i64, &Budget),
+    ) -> Option<usize> {
+        let mut count = 0usize;
         let mut rounds = 0;
         let mut first = true;
         loop {
@@ -677,9 +852,13 @@ impl<E: Evaluator> Dred<E> {
                             stats.rederived += 1;
                         } else {
                             added[r].insert(t);
+                            count += 1;
                         }
                     }
                 }
+            }
+            if budget.check((floor + count as i64).max(0) as u64) {
+                return None;
             }
             let mut tasks = Vec::new();
             if first && full {
@@ -699,14 +878,16 @@ impl<E: Evaluator> Dred<E> {
                 self.delta_tasks(s, &delta, &mut tasks);
             }
             if tasks.is_empty() {
-                return rounds;
+                return Some(rounds);
             }
             rounds += 1;
             let view = View {
                 stores: &self.stores,
                 old: None,
             };
-            let next = self.derive(&tasks, &view, |head, t| !self.stores[head].contains(t));
+            let next = self.derive(&tasks, &view, budget, |head, t| {
+                !self.stores[head].contains(t)
+            })?;
             drop(tasks);
             delta = next;
             first = false;
@@ -741,6 +922,14 @@ impl<E: Evaluator> Engine for Dred<E> {
         }
         let inline = crate::inline_fact_changes(&self.program, &program);
         let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
+        for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
+            for t in set.iter() {
+                self.undo.record(false, rel as RelId, t);
+            }
+        }
+        if self.saved.is_none() {
+            self.saved = Some((self.program.clone(), self.remat));
+        }
         self.base.truncate(program.relations.len());
         while self.base.len() < program.relations.len() {
             self.base
@@ -760,18 +949,48 @@ impl<E: Evaluator> Engine for Dred<E> {
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let started = Instant::now();
         if let Some(reason) = self.rejected.take() {
-            return Err(EngineError(reason));
+            self.saved = None;
+            self.undo.clear();
+            return Err(EngineError::new(reason));
         }
         let (bplus, bminus) = self.apply_staged();
-        let mut stats = CommitStats::default();
-        if self.remat {
-            self.remat = false;
-            self.rematerialize(&mut stats);
-        } else {
-            self.maintain(&bplus, &bminus, &mut stats);
+        let budget = Budget::new(self.limits);
+        if !self.limits.is_none() {
+            for (r, (p, m)) in bplus.iter().zip(&bminus).enumerate() {
+                for t in p.iter() {
+                    self.undo.record(true, r as RelId, t);
+                }
+                for t in m.iter() {
+                    self.undo.record(false, r as RelId, t);
+                }
+            }
         }
+        let mut stats = CommitStats::default();
+        let done = if self.remat {
+            self.remat = false;
+            self.rematerialize(&mut stats, &budget)
+        } else {
+            self.maintain(&bplus, &bminus, &mut stats, &budget)
+        };
+        if done.is_err() {
+            // The materialization is back; now the base facts and the program.
+            if self.saved.is_none() && self.stores.is_empty() {
+                self.remat = true;
+            }
+            self.roll_back_base();
+            return Err(budget
+                .error()
+                .unwrap_or_else(|| EngineError::new("limit exceeded")));
+        }
+        self.saved = None;
+        self.undo.clear();
         stats.elapsed = started.elapsed();
         Ok(stats)
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+        self.limits = limits;
+        Ok(())
     }
 
     fn track_changes(&mut self, on: bool) {

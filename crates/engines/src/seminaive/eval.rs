@@ -9,6 +9,7 @@
 //! rows unless already present (see [`Growing`]). Fresh rows are not read before the
 //! next round, so the rows the rules read do not change while they run.
 
+use crate::Budget;
 use crate::seminaive::plan::{Access, Join, KeySrc, Op, RulePlan};
 use crate::seminaive::store::{Batch, Growing, Index, Rows, hash_values, restrict};
 use dynalog_analysis::ir::eval_cmp;
@@ -27,19 +28,34 @@ pub struct Scratch {
     slots: Vec<u32>,
     tuple: Vec<u32>,
     batch: Batch,
+    /// Facts derived (added to fresh rows) so far in the commit.
+    pub derived: u64,
+    /// Base facts of the commit minus facts of the previous materialization: the net
+    /// change is at least `derived + excess` (for [`Budget::check`]).
+    pub excess: i64,
+}
+
+impl Scratch {
+    /// A lower bound of the commit's net change so far.
+    pub fn changes(&self) -> u64 {
+        (self.derived as i64).saturating_add(self.excess).max(0) as u64
+    }
 }
 
 /// Run `plan` once: the positive atom at op `i` of the body reads the committed rows
 /// `ranges[i].0 .. ranges[i].1` of its relation (entries of other ops are ignored);
 /// negations read whole relations. Head tuples not yet in their relation are added to
-/// its fresh rows (`growing`, indexed by relation like `committed`).
+/// its fresh rows (`growing`, indexed by relation like `committed`). Stops early, and
+/// returns `false`, when the budget's limits are hit (checked every few thousand rows
+/// and derivations).
 pub fn run_rule(
     plan: &RulePlan,
     committed: &[Committed],
     growing: &mut [Growing],
     ranges: &[(u32, u32)],
     scratch: &mut Scratch,
-) {
+    budget: &Budget,
+) -> bool {
     scratch.slots.clear();
     scratch.slots.resize(plan.slots, 0);
     let limit = growing[plan.head_rel as usize].batch_limit();
@@ -52,10 +68,25 @@ pub fn run_rule(
         tuple: &mut scratch.tuple,
         batch: &mut scratch.batch,
         limit,
+        budget,
+        stop: false,
+        ticks: 0,
+        derived: scratch.derived,
+        excess: scratch.excess,
     };
     run.step(0);
+    let stop = run.stop;
+    scratch.derived = run.derived;
     let head = plan.head_rel as usize;
-    growing[head].insert_batch(&committed[head].rows, &mut scratch.batch);
+    if stop {
+        scratch.batch.clear();
+        return false;
+    }
+    let g = &mut growing[head];
+    let before = g.fresh.len();
+    g.insert_batch(&committed[head].rows, &mut scratch.batch);
+    scratch.derived += (g.fresh.len() - before) as u64;
+    !budget.check(scratch.changes())
 }
 
 struct Run<'a> {
@@ -67,6 +98,13 @@ struct Run<'a> {
     tuple: &'a mut Vec<u32>,
     batch: &'a mut Batch,
     limit: usize,
+    budget: &'a Budget,
+    /// A limit was hit: unwind.
+    stop: bool,
+    /// Rows visited, to check the deadline every so often.
+    ticks: u32,
+    derived: u64,
+    excess: i64,
 }
 
 /// The hash of a key (in key order, like the projection of a matching row).
@@ -121,6 +159,9 @@ impl Run<'_> {
                     Access::Scan => {
                         for r in lo..hi {
                             self.join_row(join, rows.row(r), pc);
+                            if self.stop {
+                                return;
+                            }
                         }
                     }
                     Access::Member { key } => {
@@ -133,6 +174,9 @@ impl Run<'_> {
                         let ids = index_rows(committed, *index, cols, key, self.slots);
                         for &r in restrict(ids, lo, hi) {
                             self.join_row(join, rows.row(r), pc);
+                            if self.stop {
+                                return;
+                            }
                         }
                     }
                 }
@@ -172,6 +216,11 @@ impl Run<'_> {
     /// Continue with `row` as the match of the atom at `pc` if its repeated variables agree.
     #[inline]
     fn join_row(&mut self, join: &Join, row: &[u32], pc: usize) {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks & 0xFFF == 0 && self.budget.check_time() {
+            self.stop = true;
+            return;
+        }
         if join.checks.iter().all(|&(a, b)| row[a] == row[b]) {
             for &(col, var) in join.binds.iter() {
                 self.slots[var as usize] = row[col];
@@ -194,8 +243,14 @@ impl Run<'_> {
         self.batch.push(hash, self.tuple);
         if self.batch.len() >= self.limit {
             let g = &mut self.growing[head];
+            let before = g.fresh.len();
             g.insert_batch(&self.committed[head].rows, self.batch);
             self.limit = g.batch_limit();
+            self.derived += (g.fresh.len() - before) as u64;
+            let changes = (self.derived as i64).saturating_add(self.excess).max(0) as u64;
+            if self.budget.check(changes) {
+                self.stop = true;
+            }
         }
     }
 }

@@ -257,6 +257,12 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Drop the queued tuples.
+    pub fn clear(&mut self) {
+        self.tuples.clear();
+        self.hashes.clear();
+    }
+
     #[inline]
     pub fn push(&mut self, hash: u64, tuple: &[u32]) {
         self.tuples.extend_from_slice(tuple);
