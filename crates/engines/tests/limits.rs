@@ -13,9 +13,12 @@ use std::time::Duration;
 const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
                   path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n";
 
+/// Base facts, with their relation.
+type Facts = Vec<(RelId, Vec<Value>)>;
+
 /// An engine over `text` with the edges of a chain `0 -> 1 -> .. -> n`, committed
 /// without limits; and the base facts it holds.
-fn chain(name: &str, text: &str, n: u32) -> (Box<dyn Engine>, Program, Vec<(RelId, Vec<Value>)>) {
+fn chain(name: &str, text: &str, n: u32) -> (Box<dyn Engine>, Program, Facts) {
     let p = program(text);
     let edge = p.relation_id("edge").expect("edge");
     let mut e = dynalog_engines::create(name, p.clone(), 2).expect("engine");
