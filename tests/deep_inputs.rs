@@ -12,6 +12,9 @@ use dynalog::live::Materialization;
 use dynalog_analysis::MAX_BODY_LITERALS;
 use dynalog_syntax::MAX_EXPR_DEPTH as D;
 use std::path::Path;
+#[path = "shared/hostile.rs"]
+mod hostile;
+use hostile::small_stack;
 
 /// The error for an expression deeper than the bound.
 fn too_deep() -> String {
@@ -25,18 +28,6 @@ const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: num
 /// `1+1+...+1` with `n` terms.
 fn chain(n: usize) -> String {
     format!("1{}", "+1".repeat(n - 1))
-}
-
-/// Run `f` on a thread with a 2 MB stack (a panic is re-raised, an overflow aborts).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
 }
 
 #[test]

@@ -12,29 +12,13 @@
 use dynalog::live::Materialization;
 use proptest::prelude::*;
 use std::path::Path;
+#[path = "shared/hostile.rs"]
+mod hostile;
+use hostile::{cases, small_stack};
 
 const PROGRAM: &str = ".decl edge(x: number, y: number)\n.decl name(x: number, s: symbol)\n\
                        .decl path(x: number, y: number)\n.output path\n\
                        path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n";
-
-fn cases(default: u32) -> u32 {
-    std::env::var("DYNALOG_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Run `f` on a thread with a 2 MB stack (a panic is re-raised, an overflow aborts).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
 
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -18,25 +18,12 @@ mod common;
 
 use common::root;
 use serde_json::Value as Json;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "examples/tc.dl";
 const FACTS: &str = "examples/tc";
 const RULE: &str = "path(x, y) :- edge(y, x).";
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A small deterministic generator (xorshift), one per client.
 struct Rng(u64);
@@ -111,16 +98,7 @@ fn server_facts(addr: &str, relation: &str) -> Vec<Json> {
 }
 
 fn load(clients: usize, seconds: f64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
-        .args(["serve", PROGRAM, "-F", FACTS, "--listen", "127.0.0.1:0"])
-        .args(["--max-queued", "1024"])
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dynalog serve starts");
-    let addr = common::listening_address(&mut child);
-    let server = Server { child, addr };
+    let server = common::start_server(&[PROGRAM, "-F", FACTS, "--max-queued", "1024"]);
     let total = Mutex::new(Outcome::default());
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();

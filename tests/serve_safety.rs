@@ -4,48 +4,17 @@
 
 mod common;
 
-use common::root;
+use common::{Server, root};
 use serde_json::Value as Json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
-        .arg("serve")
-        .args(args)
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dynalog serve starts");
-    let addr = common::listening_address(&mut child);
-    Server { child, addr }
-}
-
 fn tc(extra: &[&str]) -> Server {
-    let mut args = vec![
-        "examples/tc.dl",
-        "-F",
-        "examples/tc",
-        "--listen",
-        "127.0.0.1:0",
-    ];
+    let mut args = vec!["examples/tc.dl", "-F", "examples/tc"];
     args.extend_from_slice(extra);
-    start(&args)
+    common::start_server(&args)
 }
 
 /// One request with extra header lines; returns (status, body).

@@ -149,3 +149,32 @@ pub fn dynalog_ok(args: &[&str]) -> String {
     assert!(o.status.success(), "dynalog {args:?} failed: {stderr}");
     String::from_utf8(o.stdout).expect("utf-8 output")
 }
+
+/// A `dynalog serve` process, killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    pub addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `dynalog serve ARGS --listen 127.0.0.1:0` in the repository root and wait
+/// for its address.
+pub fn start_server(args: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dynalog serve starts");
+    let addr = listening_address(&mut child);
+    Server { child, addr }
+}

@@ -8,25 +8,9 @@
 use dynalog_analysis::{MAX_BODY_LITERALS, analyse};
 use dynalog_syntax::{MAX_EXPR_DEPTH, SourceFile, parse};
 use proptest::prelude::*;
-
-fn cases(default: u32) -> u32 {
-    std::env::var("DYNALOG_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Run `f` on a thread with a 2 MB stack (a panic is re-raised, an overflow aborts).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
+#[path = "../../../tests/shared/hostile.rs"]
+mod hostile;
+use hostile::{cases, small_stack};
 
 /// Parse and analyse on a small stack: `None` if it does not parse, else whether it
 /// checks (with the error's message).

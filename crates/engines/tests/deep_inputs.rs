@@ -6,23 +6,14 @@
 use dynalog_analysis::{MAX_BODY_LITERALS, Program, analyse};
 use dynalog_engines::{ENGINE_NAMES, create};
 use dynalog_syntax::{MAX_EXPR_DEPTH, SourceFile, parse};
+#[path = "../../../tests/shared/hostile.rs"]
+mod hostile;
+use hostile::small_stack;
 
 fn program(text: &str) -> Program {
     let file = SourceFile::new("deep.dl", text);
     let ast = parse(&file).unwrap_or_else(|d| panic!("{d}"));
     analyse(&file, &ast).unwrap_or_else(|d| panic!("{d}"))
-}
-
-/// Run `f` on a thread with a 2 MB stack (a panic is re-raised, an overflow aborts).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
 }
 
 /// The facts of `relation` after one commit of `text` on `engine`, sorted.

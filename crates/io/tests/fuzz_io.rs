@@ -11,25 +11,9 @@ use dynalog_io::rdf::{RdfFormat, RdfOptions, read_triples};
 use dynalog_io::read_relation_file;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
-
-fn cases(default: u32) -> u32 {
-    std::env::var("DYNALOG_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Run `f` on a thread with a 2 MB stack (a panic is re-raised, an overflow aborts).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
+#[path = "../../../tests/shared/hostile.rs"]
+mod hostile;
+use hostile::{cases, small_stack};
 
 fn relation(types: Vec<Type>) -> Relation {
     Relation {

@@ -9,26 +9,9 @@
 
 use dynalog_syntax::{Diagnostic, Item, MAX_EXPR_DEPTH, Program, SourceFile, parse};
 use proptest::prelude::*;
-
-/// Cases per property: `DYNALOG_FUZZ_CASES` or `default`.
-fn cases(default: u32) -> u32 {
-    std::env::var("DYNALOG_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Run `f` on a thread with a 2 MB stack and return its result (a panic is re-raised).
-fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(f)
-        .expect("a thread starts");
-    match handle.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
+#[path = "../../../tests/shared/hostile.rs"]
+mod hostile;
+use hostile::{cases, small_stack};
 
 /// Parse `text` on a small stack; an error must be located inside the text and render.
 /// Also exercises what later stages do with the tree: canonical forms and drop.
