@@ -195,11 +195,14 @@ fn load(clients: usize, seconds: f64) {
         Some(reference.rules().len())
     );
 
+    let (_, metrics) = common::http(&server.addr, "GET", "/metrics", "");
+    let metrics: Json = serde_json::from_str(&metrics).expect("json");
+    let peak_mb = metrics["peak_memory_bytes"].as_f64().unwrap_or(f64::NAN) / 1e6;
     total.write_latencies.sort();
     total.read_latencies.sort();
     eprintln!(
         "load: {clients} clients, {elapsed:.1} s: {} transactions acknowledged ({:.0}/s), {} refused, \
-         {} reads ({:.0}/s); write latency p50 {:.2} ms, p99 {:.2} ms; read latency p50 {:.2} ms, p99 {:.2} ms",
+         {} reads ({:.0}/s); write latency p50 {:.2} ms, p99 {:.2} ms; read latency p50 {:.2} ms, p99 {:.2} ms; server peak RSS {peak_mb:.1} MB",
         numbers.len(),
         numbers.len() as f64 / elapsed,
         total.refused,
