@@ -395,3 +395,34 @@ fn a_transaction_over_the_limits_is_refused_and_nothing_changes() {
         "the refused transaction took no number"
     );
 }
+
+#[test]
+fn a_deeply_nested_line_is_refused_and_the_server_goes_on() {
+    let server = tc(&[]);
+    let sum = vec!["1"; 16_000].join("+");
+    for body in [
+        format!("+ edge({sum}, 1)."),
+        format!("+ edge({}1{}, 1).", "(".repeat(20_000), ")".repeat(20_000)),
+        format!("+ edge({}1, 1).", "-".repeat(20_000)),
+    ] {
+        let (status, answer) = post(&server, &body);
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("nested too deeply")),
+            "{answer}"
+        );
+    }
+    let (status, _) = get(&server, "/relations/path?pattern=path(((((1)))),x)");
+    assert_eq!(status, 200);
+    let deep = format!(
+        "/relations/path?pattern=path({}1{},x)",
+        "(".repeat(3000),
+        ")".repeat(3000)
+    );
+    let (status, _) = get(&server, &deep);
+    assert_eq!(status, 400);
+    let (status, answer) = post(&server, "+ edge(50, 51).");
+    assert_eq!(status, 200, "the server is alive: {answer}");
+}
