@@ -762,8 +762,9 @@ impl Materialization {
     /// whole transaction is discarded.
     pub fn commit(&mut self) -> Result<Commit, Error> {
         let started = Instant::now();
-        // The first transaction (loading the inputs) is not limited.
-        let limits = if self.commits == 0 {
+        // The first transaction (loading the inputs) is not limited, and neither is
+        // the one that rebuilds a recovered state: both are what was already accepted.
+        let limits = if self.commits == 0 || self.recovering {
             Limits::NONE
         } else {
             self.limits

@@ -530,3 +530,40 @@ fn a_cluster_session_logs_on_process_0_and_recovers_rule_changes() {
         reference(dir, &t)
     );
 }
+
+#[test]
+fn a_transaction_refused_by_a_limit_is_not_logged_and_the_recovery_is_not_limited() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let data = tmp.path().join("data");
+    let data = data.to_str().expect("utf-8");
+    let args = [
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--data-dir",
+        data,
+        "--max-changes",
+        "3",
+    ];
+    // `edge(4, 1)` closes a cycle (5 changes): refused; `edge(50, 51)` is 2 changes.
+    let (_, first, _) =
+        common::run_session(&args, "+ edge(4, 1).\ncommit\n+ edge(50, 51).\ncommit\n");
+    assert!(first.contains("commit refused"), "{first}");
+    assert!(first.contains("commit 1: +1 -0"), "{first}");
+    // The recovered state (22 paths, beyond any limit of 3) is rebuilt whatever the
+    // limits, without the refused transaction, and the numbers go on.
+    let (ok, second, stderr) = common::run_session(
+        &args,
+        "size edge\nsize path\n? edge(4, 1).\n+ edge(60, 61).\ncommit\n",
+    );
+    assert!(ok, "{second}\n{stderr}");
+    assert!(stderr.contains("recovered commit 1"), "{stderr}");
+    let lines: Vec<&str> = second.lines().collect();
+    assert!(lines.contains(&"8"), "{second}");
+    assert!(lines.contains(&"21"), "{second}");
+    assert!(lines.contains(&"0 results"), "{second}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("commit 2: +1 -0")),
+        "{second}"
+    );
+}
