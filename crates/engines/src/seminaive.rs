@@ -247,20 +247,26 @@ impl Seminaive {
         self.staged_values.clear();
     }
 
+    /// Make `program` the current one: its plans and strata, and a base-fact set per
+    /// relation (those of dropped relations go, new relations start empty).
+    fn install(&mut self, program: Program) {
+        let (plans, strata, specs) = Seminaive::plan(&program);
+        self.base.truncate(program.relations.len());
+        while self.base.len() < program.relations.len() {
+            self.base
+                .push(FlatSet::new(program.relations[self.base.len()].arity()));
+        }
+        self.program = program;
+        self.plans = plans;
+        self.strata = strata;
+        self.specs = specs;
+    }
+
     /// Go back to the state before the transaction: its program and base facts, and
     /// `previous` as the materialization.
     fn roll_back(&mut self, previous: Vec<Rows>) {
         if let Some(program) = self.saved_program.take() {
-            let (plans, strata, specs) = Seminaive::plan(&program);
-            self.base.truncate(program.relations.len());
-            while self.base.len() < program.relations.len() {
-                self.base
-                    .push(FlatSet::new(program.relations[self.base.len()].arity()));
-            }
-            self.program = program;
-            self.plans = plans;
-            self.strata = strata;
-            self.specs = specs;
+            self.install(program);
         }
         let base = &mut self.base;
         self.undo.undo(|insert, rel, tuple| {
@@ -377,7 +383,6 @@ impl Engine for Seminaive {
             return;
         }
         let inline = crate::inline_fact_changes(&self.program, &program);
-        let (plans, strata, specs) = Seminaive::plan(&program);
         for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
             for t in set.rows().iter() {
                 self.undo.record(false, rel as RelId, t);
@@ -386,15 +391,7 @@ impl Engine for Seminaive {
         if self.saved_program.is_none() {
             self.saved_program = Some(self.program.clone());
         }
-        self.base.truncate(program.relations.len());
-        while self.base.len() < program.relations.len() {
-            self.base
-                .push(FlatSet::new(program.relations[self.base.len()].arity()));
-        }
-        self.program = program;
-        self.plans = plans;
-        self.strata = strata;
-        self.specs = specs;
+        self.install(program);
         for (insert, rel, tuple) in inline {
             self.stage(insert, rel, &tuple);
         }

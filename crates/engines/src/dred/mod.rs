@@ -350,21 +350,27 @@ impl<E: Evaluator> Dred<E> {
         }
     }
 
+    /// Make `program` the current one: its compiled rules, and a base-fact store per
+    /// relation (those of dropped relations go, new relations start empty).
+    fn install(&mut self, program: Program) {
+        let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
+        self.base.truncate(program.relations.len());
+        while self.base.len() < program.relations.len() {
+            self.base
+                .push(Store::new(program.relations[self.base.len()].arity()));
+        }
+        self.program = program;
+        self.eval = eval;
+        self.rules = rules;
+        self.specs = specs;
+        self.derived = derived;
+    }
+
     /// Go back to the program and base facts before the transaction (the caller
     /// restores the materialization).
     fn roll_back_base(&mut self) {
         if let Some((program, remat)) = self.saved.take() {
-            let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
-            self.base.truncate(program.relations.len());
-            while self.base.len() < program.relations.len() {
-                self.base
-                    .push(Store::new(program.relations[self.base.len()].arity()));
-            }
-            self.program = program;
-            self.eval = eval;
-            self.rules = rules;
-            self.specs = specs;
-            self.derived = derived;
+            self.install(program);
             self.remat = remat;
         }
         let base = &mut self.base;
@@ -921,7 +927,6 @@ impl<E: Evaluator> Engine for Dred<E> {
             return;
         }
         let inline = crate::inline_fact_changes(&self.program, &program);
-        let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
         for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
             for t in set.iter() {
                 self.undo.record(false, rel as RelId, t);
@@ -930,16 +935,7 @@ impl<E: Evaluator> Engine for Dred<E> {
         if self.saved.is_none() {
             self.saved = Some((self.program.clone(), self.remat));
         }
-        self.base.truncate(program.relations.len());
-        while self.base.len() < program.relations.len() {
-            self.base
-                .push(Store::new(program.relations[self.base.len()].arity()));
-        }
-        self.program = program;
-        self.eval = eval;
-        self.rules = rules;
-        self.specs = specs;
-        self.derived = derived;
+        self.install(program);
         self.remat = true;
         for (insert, rel, tuple) in inline {
             self.stage(insert, rel, &tuple);
