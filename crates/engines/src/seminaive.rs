@@ -499,16 +499,8 @@ impl Engine for Seminaive {
             let results = &self.results;
             let count = crate::difference_count(
                 results.len().max(previous.len()),
-                |r, f| {
-                    if let Some(rows) = previous.get(r as usize) {
-                        rows.iter().for_each(f)
-                    }
-                },
-                |r, f| {
-                    if let Some(rows) = results.get(r as usize) {
-                        rows.iter().for_each(f)
-                    }
-                },
+                |r, f| each_fact(&previous, r, f),
+                |r, f| each_fact(results, r, f),
             );
             if count > max {
                 self.roll_back(previous);
@@ -522,16 +514,8 @@ impl Engine for Seminaive {
         if self.track {
             self.changes = crate::difference(
                 self.results.len().max(previous.len()),
-                |r, f| {
-                    if let Some(rows) = previous.get(r as usize) {
-                        rows.iter().for_each(f)
-                    }
-                },
-                |r, f| {
-                    if let Some(rows) = self.results.get(r as usize) {
-                        rows.iter().for_each(f)
-                    }
-                },
+                |r, f| each_fact(&previous, r, f),
+                |r, f| each_fact(&self.results, r, f),
             );
         }
         stats.elapsed = started.elapsed();
@@ -552,9 +536,16 @@ impl Engine for Seminaive {
     }
 
     fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
-        if let Some(rows) = self.results.get(relation as usize) {
-            rows.iter().for_each(f);
-        }
+        each_fact(&self.results, relation, f);
+    }
+}
+
+/// Calls `f` on every fact of relation `r` in `stores` (none for a relation it lacks):
+/// how [`Engine::for_each_fact`], [`crate::difference`] and [`crate::difference_count`]
+/// read a materialization.
+fn each_fact(stores: &[Rows], r: RelId, f: &mut dyn FnMut(&[Value])) {
+    if let Some(s) = stores.get(r as usize) {
+        s.iter().for_each(f)
     }
 }
 

@@ -514,16 +514,8 @@ impl<E: Evaluator> Dred<E> {
             let stores = &self.stores;
             let count = crate::difference_count(
                 n.max(old.len()),
-                |r, f| {
-                    if let Some(s) = old.get(r as usize) {
-                        s.iter().for_each(f)
-                    }
-                },
-                |r, f| {
-                    if let Some(s) = stores.get(r as usize) {
-                        s.iter().for_each(f)
-                    }
-                },
+                |r, f| each_fact(&old, r, f),
+                |r, f| each_fact(stores, r, f),
             );
             if count > max {
                 budget.check(count);
@@ -538,16 +530,8 @@ impl<E: Evaluator> Dred<E> {
             let stores = &self.stores;
             self.changes = crate::difference(
                 n.max(old.len()),
-                |r, f| {
-                    if let Some(s) = old.get(r as usize) {
-                        s.iter().for_each(f)
-                    }
-                },
-                |r, f| {
-                    if let Some(s) = stores.get(r as usize) {
-                        s.iter().for_each(f)
-                    }
-                },
+                |r, f| each_fact(&old, r, f),
+                |r, f| each_fact(stores, r, f),
             );
         }
         Ok(())
@@ -1018,9 +1002,16 @@ impl<E: Evaluator> Engine for Dred<E> {
     }
 
     fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
-        if let Some(s) = self.stores.get(relation as usize) {
-            s.iter().for_each(f);
-        }
+        each_fact(&self.stores, relation, f);
+    }
+}
+
+/// Calls `f` on every fact of relation `r` in `stores` (none for a relation it lacks):
+/// how [`Engine::for_each_fact`], [`crate::difference`] and [`crate::difference_count`]
+/// read a materialization.
+fn each_fact(stores: &[Store], r: RelId, f: &mut dyn FnMut(&[Value])) {
+    if let Some(s) = stores.get(r as usize) {
+        s.iter().for_each(f)
     }
 }
 
