@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::Rng;
+
 use dynalog::live::Materialization;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -29,23 +31,6 @@ const PROGRAM: &str = ".decl edge(x: number, y: number)\n\
     label(1, \"one\").\n";
 
 const RELATIONS: [&str; 4] = ["edge", "path", "label", "named"];
-
-/// SplitMix64: a fixed stream per seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A folder with the program, its input and a file to load.
 fn setup(dir: &Path) {

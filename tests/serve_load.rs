@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::Rng;
+
 use common::root;
 use serde_json::Value as Json;
 use std::sync::Mutex;
@@ -24,21 +26,6 @@ use std::time::{Duration, Instant};
 const PROGRAM: &str = "examples/tc.dl";
 const FACTS: &str = "examples/tc";
 const RULE: &str = "path(x, y) :- edge(y, x).";
-
-/// A small deterministic generator (xorshift), one per client.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A random transaction body: 1–5 lines.
 fn transaction(rng: &mut Rng) -> String {
