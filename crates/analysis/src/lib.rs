@@ -11,7 +11,6 @@
 
 pub mod check;
 pub mod ir;
-pub mod strata;
 pub mod value;
 
 pub use check::{
