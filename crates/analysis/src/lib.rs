@@ -18,4 +18,4 @@ pub use check::{
 };
 pub use dynalog_syntax::{ArithOp, CmpOp};
 pub use ir::*;
-pub use value::{SymbolTable, Type, Value};
+pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, Type, Value};
