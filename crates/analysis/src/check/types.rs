@@ -70,7 +70,7 @@ impl Checker<'_> {
             }
         }
         // Head columns type variables written directly as head arguments.
-        let head_rel = self.relations[head_id as usize].clone();
+        let head_rel = &self.relations[head_id as usize];
         for (i, arg) in rule.head.args.iter().enumerate() {
             if let ast::Expr::Var(v) = arg {
                 let slot = rc.slot(v);

@@ -40,69 +40,49 @@ pub struct Show<'a, T> {
 impl Rule {
     /// This rule as Datalog: `head(...) :- body, in, evaluation, order.`
     pub fn display<'a>(&'a self, program: &'a Program) -> Show<'a, Rule> {
-        Show {
-            item: self,
-            program,
-            vars: &self.var_names,
-            var_types: &self.var_types,
-            ty: Type::Symbol,
-        }
+        Show::new(self, program, self, Type::Symbol)
     }
 }
 
 impl Literal {
     /// This body literal of `rule` as Datalog.
     pub fn display<'a>(&'a self, program: &'a Program, rule: &'a Rule) -> Show<'a, Literal> {
-        Show {
-            item: self,
-            program,
-            vars: &rule.var_names,
-            var_types: &rule.var_types,
-            ty: Type::Symbol,
-        }
+        Show::new(self, program, rule, Type::Symbol)
     }
 }
 
 impl Atom {
     /// This atom of `rule` as Datalog: `r(x, 1, _)`.
     pub fn display<'a>(&'a self, program: &'a Program, rule: &'a Rule) -> Show<'a, Atom> {
-        Show {
-            item: self,
-            program,
-            vars: &rule.var_names,
-            var_types: &rule.var_types,
-            ty: Type::Symbol,
-        }
+        Show::new(self, program, rule, Type::Symbol)
     }
 }
 
 impl Expr {
     /// This expression of `rule`, whose constants are of type `ty`.
     pub fn display<'a>(&'a self, program: &'a Program, rule: &'a Rule, ty: Type) -> Show<'a, Expr> {
-        Show {
-            item: self,
-            program,
-            vars: &rule.var_names,
-            var_types: &rule.var_types,
-            ty,
-        }
+        Show::new(self, program, rule, ty)
     }
 }
 
 impl Term {
     /// This atom argument of `rule`, in a column of type `ty`.
     pub fn display<'a>(&'a self, program: &'a Program, rule: &'a Rule, ty: Type) -> Show<'a, Term> {
+        Show::new(self, program, rule, ty)
+    }
+}
+
+impl<'a, T> Show<'a, T> {
+    fn new(item: &'a T, program: &'a Program, rule: &'a Rule, ty: Type) -> Show<'a, T> {
         Show {
-            item: self,
+            item,
             program,
             vars: &rule.var_names,
             var_types: &rule.var_types,
             ty,
         }
     }
-}
 
-impl<'a, T> Show<'a, T> {
     /// A part of the same rule.
     fn with<U>(&self, item: &'a U, ty: Type) -> Show<'a, U> {
         Show {
