@@ -25,7 +25,11 @@ use super::{Atom, Expr, Literal, Program, Rule, Term};
 use crate::value::{Type, Value};
 use std::fmt;
 
-/// A part of the IR together with what names it, ready to print (see the module docs).
+/// A part of a rule together with what names it (the program's relations and symbols,
+/// the rule's variables), ready to print as Datalog: atoms as `r(x, "a", _)`, negated
+/// atoms as `!r(...)`, filters as `lhs op rhs`, assignments (equalities that bind their
+/// variable) as `x := expr`, a rule as `head :- body.` with its body in evaluation order.
+/// Made by the `display` methods of [`Rule`], [`Literal`], [`Atom`], [`Expr`], [`Term`].
 pub struct Show<'a, T> {
     item: &'a T,
     program: &'a Program,

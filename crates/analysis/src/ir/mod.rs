@@ -6,8 +6,8 @@
 //! every variable a literal needs is bound by an earlier literal, so an engine can evaluate
 //! it as a pipeline of joins, filters and assignments without planning of its own.
 //!
-//! Every part of the IR prints as Datalog with its names ([`display`]; `Display` for
-//! [`Program`], `display` methods for the parts of a rule).
+//! Every part of the IR prints as Datalog with its names: `Display` for [`Program`], and
+//! `display` methods returning a printable [`Show`] for the parts of a rule.
 
 mod display;
 
