@@ -67,6 +67,13 @@ pub(super) struct RawBody {
     pub(super) constraints: Vec<RawConstraint>,
 }
 
+impl RawBody {
+    /// The slots, atoms and comparisons.
+    pub(super) fn parts(&self) -> (&Slots, &[RawAtom], &[RawConstraint]) {
+        (&self.slots, &self.atoms, &self.constraints)
+    }
+}
+
 impl Checker<'_> {
     /// Resolve the relations of `rule`'s body and number its variables: slots go to the
     /// variables of atoms first (in order), then of comparisons' right and left sides,

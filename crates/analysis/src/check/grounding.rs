@@ -17,11 +17,7 @@ impl Checker<'_> {
         rule: &ast::Rule,
         body: &RawBody,
     ) -> Result<(), Diagnostic> {
-        let RawBody {
-            slots: rc,
-            atoms,
-            constraints,
-        } = body;
+        let (rc, atoms, constraints) = body.parts();
         let nvars = rc.len();
         // A variable is grounded if a positive atom binds it, or an equality `v = e`
         // (either way round) has every variable of `e` grounded: a least fixpoint,

@@ -37,11 +37,7 @@ impl Checker<'_> {
         head_id: RelId,
         body: &RawBody,
     ) -> Result<Typing, Diagnostic> {
-        let RawBody {
-            slots: rc,
-            atoms,
-            constraints,
-        } = body;
+        let (rc, atoms, constraints) = body.parts();
         let nvars = rc.len();
         // (type, where it was fixed)
         let mut types: Vec<Option<(Type, String)>> = vec![None; nvars];
@@ -146,11 +142,7 @@ impl Checker<'_> {
         body: &RawBody,
         typing: &Typing,
     ) -> Result<Lowered, Diagnostic> {
-        let RawBody {
-            slots: rc,
-            atoms,
-            constraints,
-        } = body;
+        let (rc, atoms, constraints) = body.parts();
         let Typing { types, var_types } = typing;
         let head_rel = self.relations[head_id as usize].clone();
         let mut lowered_atoms = Vec::new();
