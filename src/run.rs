@@ -1,7 +1,9 @@
-//! `dynalog run PROGRAM.dl [-F FACT_DIR] [-D OUT_DIR|-] [-w N] [--engine NAME] [--stats]`
+//! `dynalog run PROGRAM.dl [-F FACT_DIR] [-D OUT_DIR|-] [-w N] [--engine NAME] [--stats] [--show WHAT]`
 //!
 //! Parse, check, load the `.input` facts, evaluate, write the `.output` relations and
 //! print the `.printsize` counts, following Soufflé's command line and file layout.
+//! With `--show WHAT`, print a view of the program instead (as Soufflé's `--show`) and
+//! evaluate nothing.
 
 use crate::progress::Spinner;
 use clap::Args;
@@ -31,11 +33,23 @@ pub struct RunArgs {
     /// Print load time, evaluation time per stratum, fact counts and peak memory to stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Print a view of the program to standard output and exit without reading facts or
+    /// evaluating.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub show: Option<Show>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// What `--show` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Show {
+    /// The checked program: relations with their types and strata, the facts written in
+    /// the program, then the rules of each stratum with bodies in evaluation order.
+    Ir,
 }
 
 /// timely dataflow's cluster flags: the same command runs in every process.
@@ -139,6 +153,9 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
     let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
     let analysed = started.elapsed();
+    if let Some(what) = args.show {
+        return show(what, &program);
+    }
 
     let load_started = Instant::now();
     let loaded = {
@@ -238,6 +255,18 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `--show`: print a view of the checked program to standard output.
+fn show(what: Show, program: &dynalog_analysis::Program) -> Result<(), String> {
+    use std::io::Write;
+    let text = match what {
+        Show::Ir => program.to_string(),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("error: {e}"))
 }
 
 /// With `--stats` in a cluster: what this process sent to the others (after the engine

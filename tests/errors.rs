@@ -138,6 +138,40 @@ fn bad_fact_lines() {
 }
 
 #[test]
+fn floats_beyond_32_bits_are_errors_not_infinities() {
+    // In the program: at the literal, for a fact and in a rule.
+    let e = fails(".decl f(x: float)\n.output f\nf(2.5).\nf(1e40).\n", &[]);
+    assert_error(
+        &e,
+        "DIR/prog.dl:4:3",
+        "float literal `1e40` is out of range of a 32-bit float",
+    );
+    let e = fails(
+        ".decl f(x: float)\n.input f\n.decl g(x: float)\n.output g\ng(x) :- f(x), x < -1e39.\n",
+        &[("f.facts", "1.5\n")],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:5:20",
+        "float literal `1e39` is out of range of a 32-bit float",
+    );
+    // In a fact file: at the field, as an integer out of range is.
+    let prog = ".decl e(x: number, y: float)\n.input e\n.output e\n";
+    let e = fails(prog, &[("e.facts", "1\t2.5\n3\t1e40\n")]);
+    assert_error(
+        &e,
+        "DIR/e.facts:2:3",
+        "column 2 of `e`: `1e40` is out of range of a 32-bit float",
+    );
+    let e = fails(prog, &[("e.facts", "3000000000\t1\n")]);
+    assert_error(
+        &e,
+        "DIR/e.facts:1:1",
+        "column 1 of `e`: `3000000000` is not a number",
+    );
+}
+
+#[test]
 fn missing_input_file() {
     let e = fails(".decl e(x: number)\n.input e\n.output e\n", &[]);
     assert_error(&e, "DIR/prog.dl:2:1", "cannot read the input of `e`");

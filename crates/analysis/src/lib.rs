@@ -4,14 +4,16 @@
 //!   to dense ids in a [`SymbolTable`], numbers are stored as their 32-bit patterns (as in
 //!   Soufflé's default build). Engines see only these integers.
 //! * [`ir`]: the checked program engines evaluate: relations with typed columns, rules
-//!   with variables numbered into fixed slots, bodies ordered for evaluation, strata.
+//!   with variables numbered into fixed slots, bodies ordered for evaluation, strata. It
+//!   prints as Datalog with its names (`Display` for [`Program`], what
+//!   `dynalog run --show ir` prints).
 //! * [`check`]: resolution (declared relations, arities), type inference and checking,
-//!   safety (groundedness), stratification (no negation through recursion), each error
-//!   a [`dynalog_syntax::Diagnostic`] pointing at the offending text.
+//!   safety (groundedness), stratification (no negation through recursion), one pass
+//!   per submodule, each error a [`dynalog_syntax::Diagnostic`] pointing at the
+//!   offending text.
 
 pub mod check;
 pub mod ir;
-pub mod strata;
 pub mod value;
 
 pub use check::{
@@ -19,4 +21,4 @@ pub use check::{
 };
 pub use dynalog_syntax::{ArithOp, CmpOp};
 pub use ir::*;
-pub use value::{SymbolTable, Type, Value};
+pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, Type, Value};

@@ -52,21 +52,33 @@ impl Type {
     }
 
     /// Parse a textual value of this type (fact files); symbols are interned.
-    pub fn parse(self, text: &str, symbols: &mut SymbolTable) -> Result<Value, String> {
+    pub fn parse(self, text: &str, symbols: &mut SymbolTable) -> Result<Value, ParseValueError> {
+        let error = |kind| ParseValueError {
+            text: text.to_string(),
+            kind,
+        };
         match self {
             Type::Symbol => Ok(symbols.intern(text)),
             Type::Number => parse_int(text)
                 .and_then(|n| i32::try_from(n).ok())
                 .map(|v| v as u32)
-                .ok_or_else(|| format!("`{text}` is not a number (signed 32-bit integer)")),
+                .ok_or_else(|| error(ParseValueErrorKind::NotNumber)),
             Type::Unsigned => parse_int(text)
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| format!("`{text}` is not an unsigned (32-bit) integer")),
-            Type::Float => text
-                .trim()
-                .parse::<f32>()
-                .map(f32::to_bits)
-                .map_err(|_| format!("`{text}` is not a float")),
+                .ok_or_else(|| error(ParseValueErrorKind::NotUnsigned)),
+            Type::Float => {
+                let t = text.trim();
+                let x = t
+                    .parse::<f32>()
+                    .map_err(|_| error(ParseValueErrorKind::NotFloat))?;
+                // `inf` and `infinity` spell an infinity; a number beyond the largest
+                // float does not (Rust's parser rounds it to an infinity silently).
+                let spelled = t.trim_start_matches(['+', '-']).to_ascii_lowercase();
+                if x.is_infinite() && spelled != "inf" && spelled != "infinity" {
+                    return Err(error(ParseValueErrorKind::FloatOutOfRange));
+                }
+                Ok(x.to_bits())
+            }
         }
     }
 
@@ -97,6 +109,48 @@ impl fmt::Display for Type {
         f.write_str(self.name())
     }
 }
+
+/// Why a text is not a value of a type ([`Type::parse`]). Its `Display` is the reason
+/// in words, e.g. ``"`12a` is not a number (signed 32-bit integer)"``.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseValueError {
+    /// The text as given.
+    pub text: String,
+    pub kind: ParseValueErrorKind,
+}
+
+/// The kinds of [`ParseValueError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseValueErrorKind {
+    /// Not a signed 32-bit integer (malformed or out of range).
+    NotNumber,
+    /// Not an unsigned 32-bit integer (malformed or out of range).
+    NotUnsigned,
+    /// Not a float at all.
+    NotFloat,
+    /// A float whose magnitude is beyond the largest 32-bit float (e.g. `1e40`).
+    FloatOutOfRange,
+}
+
+impl fmt::Display for ParseValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = &self.text;
+        match self.kind {
+            ParseValueErrorKind::NotNumber => {
+                write!(f, "`{text}` is not a number (signed 32-bit integer)")
+            }
+            ParseValueErrorKind::NotUnsigned => {
+                write!(f, "`{text}` is not an unsigned (32-bit) integer")
+            }
+            ParseValueErrorKind::NotFloat => write!(f, "`{text}` is not a float"),
+            ParseValueErrorKind::FloatOutOfRange => {
+                write!(f, "`{text}` is out of range of a 32-bit float")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseValueError {}
 
 fn parse_int(text: &str) -> Option<i128> {
     let t = text.trim();
@@ -204,6 +258,41 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(Type::Symbol.render(a, &st), "hello");
         assert_eq!(Type::Number.parse("0x10", &mut st), Ok(16));
+    }
+
+    #[test]
+    fn parse_errors_are_typed_and_read_as_before() {
+        let mut st = SymbolTable::new();
+        let e = Type::Number.parse("12a", &mut st).unwrap_err();
+        assert_eq!(e.kind, ParseValueErrorKind::NotNumber);
+        assert_eq!(
+            e.to_string(),
+            "`12a` is not a number (signed 32-bit integer)"
+        );
+        let e = Type::Unsigned.parse("-1", &mut st).unwrap_err();
+        assert_eq!(e.kind, ParseValueErrorKind::NotUnsigned);
+        assert_eq!(e.to_string(), "`-1` is not an unsigned (32-bit) integer");
+        let e = Type::Float.parse("x1", &mut st).unwrap_err();
+        assert_eq!(e.kind, ParseValueErrorKind::NotFloat);
+        assert_eq!(e.to_string(), "`x1` is not a float");
+    }
+
+    #[test]
+    fn floats_beyond_32_bits_are_refused_but_infinity_spelled_out_is_not() {
+        let mut st = SymbolTable::new();
+        for text in ["1e40", "-1e40", "3.5e38", "1e39"] {
+            let e = Type::Float.parse(text, &mut st).unwrap_err();
+            assert_eq!(e.kind, ParseValueErrorKind::FloatOutOfRange, "{text}");
+            assert_eq!(
+                e.to_string(),
+                format!("`{text}` is out of range of a 32-bit float")
+            );
+        }
+        let max = Type::Float.parse("3.4028235e38", &mut st).unwrap();
+        assert_eq!(f32::from_bits(max), f32::MAX);
+        for (text, x) in [("inf", f32::INFINITY), ("-Infinity", f32::NEG_INFINITY)] {
+            assert_eq!(Type::Float.parse(text, &mut st), Ok(x.to_bits()));
+        }
     }
 
     #[test]

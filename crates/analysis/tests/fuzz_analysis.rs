@@ -2,7 +2,7 @@
 //! declarations, facts, rules with expressions, comparisons and negation, some at the
 //! depth and length bounds) are checked on a thread with a 2 MB stack. The property:
 //! `analyse` returns a program or an error located in the text; it never panics and
-//! never overflows. `DYNALOG_FUZZ_CASES=N` runs N cases per property instead of the
+//! never overflows; a program that checks prints (`--show ir`) without panicking. `DYNALOG_FUZZ_CASES=N` runs N cases per property instead of the
 //! default few hundred.
 
 use dynalog_analysis::{MAX_BODY_LITERALS, analyse};
@@ -19,7 +19,12 @@ fn check(text: String) -> Option<Result<usize, String>> {
         let file = SourceFile::new("fuzz.dl", text.as_str());
         let ast = parse(&file).ok()?;
         Some(match analyse(&file, &ast) {
-            Ok(p) => Ok(p.rules.len() + p.facts.len()),
+            Ok(p) => {
+                let shown = p.to_string();
+                let decls = shown.lines().filter(|l| l.starts_with(".decl ")).count();
+                assert_eq!(decls, p.relations.len(), "{shown}");
+                Ok(p.rules.len() + p.facts.len())
+            }
             Err(d) => {
                 let lines = text.split('\n').count();
                 assert!(d.line >= 1 && d.line <= lines && d.col >= 1, "{d}");

@@ -5,7 +5,8 @@
 //!
 //! * [`Lexer::next_token`] lexes the Soufflé-style language: identifiers
 //!   (`[A-Za-z_][A-Za-z0-9_]*`), integer literals (decimal, `0x` hex, `0b` binary),
-//!   float literals (`1.5`, `2e3`, `1.5e-3`), string literals with the escapes
+//!   float literals (`1.5`, `2e3`, `1.5e-3`; refused beyond the range of the language's
+//!   32-bit floats, so `1e40` is an error, not an infinity), string literals with the escapes
 //!   `\" \\ \n \t \r \'`, and punctuation. It skips whitespace, `// line` and
 //!   `/* block */` comments, and rejects C-preprocessor lines (`#include`).
 //! * [`Lexer::paper_arg`] lexes one argument of an atom written in the study's rule
@@ -26,7 +27,8 @@ pub enum TokenKind {
     Ident(String),
     /// An integer literal; the parser checks that it fits an `i128`.
     Int(u128),
-    /// A float literal (with a fraction or an exponent).
+    /// A float literal (with a fraction or an exponent), within the range of a 32-bit
+    /// float (`f32::MAX` in magnitude; smaller numbers may round to zero).
     Float(f64),
     /// A string literal with its escapes resolved.
     Str(String),
@@ -360,13 +362,15 @@ impl<'a> Lexer<'a> {
         let text = &self.src[start..end];
         let span = Span::new(start, end);
         let kind = if is_float {
+            // The language's floats are 32-bit: a literal beyond `f32::MAX` would
+            // silently become an infinity.
             match text.parse::<f64>() {
-                Ok(v) if v.is_finite() => TokenKind::Float(v),
+                Ok(v) if (v as f32).is_finite() => TokenKind::Float(v),
                 _ => {
                     return Err(self.error(
                         start,
                         end,
-                        format!("float literal `{text}` is out of range"),
+                        format!("float literal `{text}` is out of range of a 32-bit float"),
                     ));
                 }
             }
@@ -607,6 +611,23 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("out of range")
+        );
+    }
+
+    #[test]
+    fn float_literals_beyond_32_bits_are_errors_at_the_literal() {
+        for (text, literal, col) in [("1e40", "1e40", 1), ("x 3.5e38", "3.5e38", 3)] {
+            let err = lex_all(text).unwrap_err();
+            assert_eq!(
+                err.message,
+                format!("float literal `{literal}` is out of range of a 32-bit float")
+            );
+            assert_eq!((err.line, err.col), (1, col), "{text}");
+        }
+        // The largest 32-bit float and tiny numbers are fine.
+        assert_eq!(
+            lex_all("3.4028235e38 1e-50").unwrap(),
+            vec![TokenKind::Float(3.4028235e38), TokenKind::Float(1e-50)]
         );
     }
 

@@ -5,6 +5,13 @@
 //! the type they work at. A rule's body is in *evaluation order*: reading it left to right,
 //! every variable a literal needs is bound by an earlier literal, so an engine can evaluate
 //! it as a pipeline of joins, filters and assignments without planning of its own.
+//!
+//! Every part of the IR prints as Datalog with its names: `Display` for [`Program`], and
+//! `display` methods returning a printable [`Show`] for the parts of a rule.
+
+mod display;
+
+pub use display::Show;
 
 use crate::value::{SymbolTable, Type, Value};
 use dynalog_syntax::{ArithOp, CmpOp, Span};

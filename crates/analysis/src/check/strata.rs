@@ -1,5 +1,11 @@
 //! Stratification: strongly connected components of the relation dependency graph, in
-//! evaluation order, and the check that no negation is part of a cycle.
+//! evaluation order, and the check that no negation is part of a cycle ([`stratify`]:
+//! the strata of a checked program, each rule's stratum, or the error at a negated atom
+//! on a cycle).
+
+use crate::ir::{Literal, RelId, Relation, Rule, Stratum};
+use dynalog_syntax::ast;
+use dynalog_syntax::{Diagnostic, SourceFile, Span};
 
 /// A dependency `head <- body` (the head relation reads the body relation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +115,98 @@ pub fn path_within(from: usize, to: usize, comp: &[usize], deps: &[Dependency]) 
     }
     path.reverse();
     path
+}
+
+pub(super) fn stratify(
+    file: &SourceFile,
+    relations: &[Relation],
+    rules: &mut [Rule],
+    ast: &ast::Program,
+) -> Result<Vec<Stratum>, Diagnostic> {
+    let mut deps = Vec::new();
+    for (ri, rule) in rules.iter().enumerate() {
+        for (li, lit) in rule.body.iter().enumerate() {
+            let (atom, negated) = match lit {
+                Literal::Atom(a) => (a, false),
+                Literal::Not(a) => (a, true),
+                _ => continue,
+            };
+            deps.push(Dependency {
+                head: rule.head.relation as usize,
+                body: atom.relation as usize,
+                negated,
+                rule: ri,
+                literal: li,
+            });
+        }
+    }
+    let comps = components(relations.len(), &deps);
+    let mut comp_of = vec![0usize; relations.len()];
+    for (ci, comp) in comps.iter().enumerate() {
+        for &r in comp {
+            comp_of[r] = ci;
+        }
+    }
+    for d in &deps {
+        if d.negated && comp_of[d.head] == comp_of[d.body] {
+            let cycle = path_within(d.body, d.head, &comps[comp_of[d.head]], &deps);
+            let mut names: Vec<&str> = vec![relations[d.head].name.as_str()];
+            names.extend(cycle.iter().map(|&r| relations[r].name.as_str()));
+            let rule = &rules[d.rule];
+            // Point at the negated atom in the source.
+            let span = negated_span(ast, rule.span, &relations[d.body].name).unwrap_or(rule.span);
+            return Err(Diagnostic::at(
+                file,
+                span,
+                format!(
+                    "negation through recursion: `{}` depends negatively on `{}`, which depends on it again (cycle: {})",
+                    relations[d.head].name,
+                    relations[d.body].name,
+                    names.join(" -> ")
+                ),
+            ));
+        }
+    }
+    // Rules and recursion by component, in one pass each (not one per component).
+    let mut rules_of_comp: Vec<Vec<usize>> = vec![Vec::new(); comps.len()];
+    for (i, r) in rules.iter().enumerate() {
+        rules_of_comp[comp_of[r.head.relation as usize]].push(i);
+    }
+    let mut recursive_comp = vec![false; comps.len()];
+    for d in &deps {
+        if comp_of[d.head] == comp_of[d.body] {
+            recursive_comp[comp_of[d.head]] = true;
+        }
+    }
+    let mut strata = Vec::new();
+    let mut stratum_of_comp = vec![usize::MAX; comps.len()];
+    for (ci, comp) in comps.iter().enumerate() {
+        let rule_ids = std::mem::take(&mut rules_of_comp[ci]);
+        if rule_ids.is_empty() {
+            continue;
+        }
+        let recursive = recursive_comp[ci];
+        stratum_of_comp[ci] = strata.len();
+        strata.push(Stratum {
+            relations: comp.iter().map(|&r| r as RelId).collect(),
+            rules: rule_ids,
+            recursive,
+        });
+    }
+    for rule in rules.iter_mut() {
+        rule.stratum = stratum_of_comp[comp_of[rule.head.relation as usize]];
+    }
+    Ok(strata)
+}
+
+fn negated_span(ast: &ast::Program, rule_span: Span, relation: &str) -> Option<Span> {
+    ast.items.iter().find_map(|item| match item {
+        ast::Item::Rule(r) if r.span == rule_span => r.body.iter().find_map(|l| match l {
+            ast::Literal::Negative(a, s) if a.relation.name == relation => Some(*s),
+            _ => None,
+        }),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

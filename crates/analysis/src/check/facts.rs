@@ -1,0 +1,64 @@
+//! Facts written in a program (`edge(1, "a").`): constants checked against their
+//! column's type and variable-free arithmetic evaluated.
+
+use super::Checker;
+use crate::ir::RelId;
+use crate::value::{Type, Value};
+use dynalog_syntax::Diagnostic;
+use dynalog_syntax::ast;
+
+impl Checker<'_> {
+    pub(super) fn fact(&mut self, rule: &ast::Rule) -> Result<(RelId, Vec<Value>), Diagnostic> {
+        self.check_depths(rule)?;
+        let id = self.lookup(&rule.head.relation)?;
+        self.check_arity(&rule.head, id)?;
+        let types = self.relations[id as usize].types.clone();
+        let mut tuple = Vec::with_capacity(types.len());
+        for (i, (arg, ty)) in rule.head.args.iter().zip(types).enumerate() {
+            let what = format!("column {} of `{}`", i + 1, rule.head.relation.name);
+            tuple.push(self.const_expr(arg, ty, &what)?);
+        }
+        Ok((id, tuple))
+    }
+
+    /// Evaluate a variable-free expression at type `ty` (facts).
+    pub(super) fn const_expr(
+        &mut self,
+        e: &ast::Expr,
+        ty: Type,
+        what: &str,
+    ) -> Result<Value, Diagnostic> {
+        match e {
+            ast::Expr::Var(v) => Err(self.err(
+                v.span,
+                format!(
+                    "variable `{}` is not grounded: a fact must consist of constants",
+                    v.name
+                ),
+            )),
+            ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
+            ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
+            ast::Expr::Neg(inner, span)
+            | ast::Expr::Binary {
+                lhs: inner, span, ..
+            } => {
+                if ty == Type::Symbol {
+                    return Err(self.err(
+                        *span,
+                        format!("type mismatch: {what} is a symbol, but this is arithmetic"),
+                    ));
+                }
+                let lhs = self.const_expr(inner, ty, what)?;
+                let value = match e {
+                    ast::Expr::Neg(..) => crate::ir::eval_neg(ty, lhs),
+                    ast::Expr::Binary { op, rhs, .. } => {
+                        let rhs = self.const_expr(rhs, ty, what)?;
+                        crate::ir::eval_arith(*op, ty, lhs, rhs)
+                    }
+                    _ => None,
+                };
+                value.ok_or_else(|| self.err(*span, "division by zero"))
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! From the AST to the checked [`Program`], in passes; every error is a [`Diagnostic`]
+//! at the offending text, and the first error stops the analysis.
+//!
+//! For a program ([`analyse_with`]), each pass a submodule:
+//!
+//! 1. `resolve`: user-defined types, relation declarations, relations declared
+//!    implicitly by rules in the study's syntax, I/O directives.
+//! 2. Facts (`facts`) and rules, in source order. A rule goes through:
+//!    `limits` (expression depth, body length), `desugar` (relations resolved,
+//!    variables numbered into slots, expression arguments of atoms turned into
+//!    equalities), `types` (inference, then lowering to the IR with type checks of
+//!    constants and expressions), `grounding` (every variable bound by the body),
+//!    `order` (the body in evaluation order). Inference runs before the safety check
+//!    and lowering after it, so the first error of a rule is found in that order.
+//! 3. `strata`: the dependency graph's components in evaluation order, refusing
+//!    negation through recursion.
+
+mod desugar;
+mod facts;
+mod grounding;
+mod limits;
+mod order;
+mod resolve;
+mod strata;
+mod types;
+
+pub use limits::MAX_BODY_LITERALS;
+
+use crate::ir::{self, Program, RelId, Relation, Rule};
+use crate::value::{SymbolTable, Type, Value};
+use dynalog_syntax::ast;
+use dynalog_syntax::{Diagnostic, SourceFile, Span};
+use rustc_hash::FxHashMap;
+
+/// Analysis options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {}
+
+/// Check a parsed program and lower it to the integer IR, with a fresh symbol table.
+pub fn analyse(file: &SourceFile, program: &ast::Program) -> Result<Program, Diagnostic> {
+    analyse_with(file, program, SymbolTable::new(), &Options::default())
+}
+
+/// Check a parsed program, interning its constants into `symbols`.
+pub fn analyse_with(
+    file: &SourceFile,
+    program: &ast::Program,
+    symbols: SymbolTable,
+    _options: &Options,
+) -> Result<Program, Diagnostic> {
+    let mut cx = Checker {
+        file,
+        symbols,
+        types: FxHashMap::default(),
+        relations: Vec::new(),
+        by_name: FxHashMap::default(),
+    };
+    cx.collect_types(program)?;
+    cx.collect_decls(program)?;
+    cx.declare_implicit(program)?;
+    cx.apply_directives(program)?;
+    let mut rules = Vec::new();
+    let mut facts = Vec::new();
+    for item in &program.items {
+        if let ast::Item::Rule(rule) = item {
+            if rule.body.is_empty() {
+                facts.push(cx.fact(rule)?);
+            } else {
+                rules.push(cx.rule(rule)?);
+            }
+        }
+    }
+    let strata = strata::stratify(file, &cx.relations, &mut rules, program)?;
+    Ok(Program {
+        relations: cx.relations,
+        rules,
+        facts,
+        strata,
+        symbols: cx.symbols,
+    })
+}
+
+/// One argument of a query pattern (see [`lower_pattern`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternArg {
+    /// The column must hold this value.
+    Const(Value),
+    /// A named variable, numbered by first occurrence: columns with the same number
+    /// must hold the same value.
+    Var(usize),
+    /// `_`: anything.
+    Any,
+}
+
+/// Check a fact written in Datalog (`edge(1, "a").`, a rule without a body) against the
+/// relations of `program`, interning its symbols into `symbols`.
+pub fn lower_fact(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    rule: &ast::Rule,
+) -> Result<(RelId, Vec<Value>), Diagnostic> {
+    if let Some(first) = rule.body.first() {
+        return Err(err(
+            file,
+            first.span(),
+            "expected a fact, found a rule body",
+        ));
+    }
+    with_checker(file, program, symbols, |cx| cx.fact(rule))
+}
+
+/// Check a query pattern (`path(1, x)`, `edge(_, "a")`) against the relations of
+/// `program`: constants are encoded at their column's type (symbols interned into
+/// `symbols`), variables numbered by first occurrence.
+pub fn lower_pattern(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    atom: &ast::Atom,
+) -> Result<(RelId, Vec<PatternArg>), Diagnostic> {
+    with_checker(file, program, symbols, |cx| {
+        for arg in &atom.args {
+            cx.check_depth(arg)?;
+        }
+        let id = cx.lookup(&atom.relation)?;
+        cx.check_arity(atom, id)?;
+        let types = cx.relations[id as usize].types.clone();
+        let mut vars: Vec<&str> = Vec::new();
+        let mut args = Vec::with_capacity(types.len());
+        for (i, (arg, ty)) in atom.args.iter().zip(types).enumerate() {
+            args.push(match arg {
+                ast::Expr::Wildcard(_) => PatternArg::Any,
+                ast::Expr::Var(v) => match vars.iter().position(|&n| n == v.name) {
+                    Some(k) => PatternArg::Var(k),
+                    None => {
+                        vars.push(&v.name);
+                        PatternArg::Var(vars.len() - 1)
+                    }
+                },
+                _ => {
+                    let what = format!("column {} of `{}`", i + 1, atom.relation.name);
+                    PatternArg::Const(cx.const_expr(arg, ty, &what)?)
+                }
+            });
+        }
+        Ok((id, args))
+    })
+}
+
+/// Run `f` with a checker that knows the relations of `program` and uses `symbols`.
+fn with_checker<T>(
+    file: &SourceFile,
+    program: &Program,
+    symbols: &mut SymbolTable,
+    f: impl FnOnce(&mut Checker<'_>) -> Result<T, Diagnostic>,
+) -> Result<T, Diagnostic> {
+    let mut cx = Checker {
+        file,
+        symbols: std::mem::take(symbols),
+        types: FxHashMap::default(),
+        relations: program.relations.clone(),
+        by_name: program
+            .relations
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.clone(), i as RelId))
+            .collect(),
+    };
+    let result = f(&mut cx);
+    *symbols = cx.symbols;
+    result
+}
+
+struct Checker<'a> {
+    file: &'a SourceFile,
+    symbols: SymbolTable,
+    /// User-defined type names to their primitive type.
+    types: FxHashMap<String, Type>,
+    relations: Vec<Relation>,
+    by_name: FxHashMap<String, RelId>,
+}
+
+fn err(file: &SourceFile, span: Span, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::at(file, span, msg)
+}
+
+impl Checker<'_> {
+    fn err(&self, span: Span, msg: impl Into<String>) -> Diagnostic {
+        err(self.file, span, msg)
+    }
+
+    /// Check a rule and lower it: the passes of the module docs, one after the other.
+    fn rule(&mut self, rule: &ast::Rule) -> Result<Rule, Diagnostic> {
+        self.check_depths(rule)?;
+        self.check_body_length(rule)?;
+        let head = self.lookup(&rule.head.relation)?;
+        self.check_arity(&rule.head, head)?;
+        let body = self.desugar(rule)?;
+        let typing = self.infer_types(rule, head, &body)?;
+        self.check_grounded(rule, &body)?;
+        let lowered = self.lower(rule, head, &body, &typing)?;
+        let ordered = self.order(lowered.atoms, lowered.constraints, body.slots.len())?;
+        Ok(Rule {
+            head: ir::Head {
+                relation: head,
+                args: lowered.head,
+            },
+            body: ordered,
+            var_names: body.slots.vars,
+            var_types: typing.var_types,
+            stratum: 0,
+            text: self.file.slice(rule.span).to_string(),
+            span: rule.span,
+        })
+    }
+}
+
+/// Call `f` on every variable an expression reads (with repeats), left to right.
+fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
+    match e {
+        ast::Expr::Var(v) => f(v),
+        ast::Expr::Neg(i, _) => visit_vars(i, f),
+        ast::Expr::Binary { lhs, rhs, .. } => {
+            visit_vars(lhs, f);
+            visit_vars(rhs, f);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,339 @@
+//! Type inference and checking of a rule. Every variable gets the type of the first
+//! atom column it occurs in (in source order), else of the head column it is written in
+//! directly, else of a comparison that fixes it (propagated to a fixpoint), else
+//! `number`; then constants are encoded at their column's type and every expression is
+//! lowered at the type its place requires.
+
+use super::desugar::{RawBody, RawTerm, Slots};
+use super::order::Constraint;
+use super::{Checker, visit_vars};
+use crate::ir::{self, RelId, Term};
+use crate::value::{Type, Value};
+use dynalog_syntax::ast;
+use dynalog_syntax::{CmpOp, Diagnostic};
+
+/// The inferred type of every slot of a rule.
+pub(super) struct Typing {
+    /// Per slot: the type and where it was fixed (for messages), if something fixes it.
+    types: Vec<Option<(Type, String)>>,
+    /// Per slot: the type (`number` where nothing fixes it).
+    pub(super) var_types: Vec<Type>,
+}
+
+/// A rule lowered to the IR, its body not yet in evaluation order.
+pub(super) struct Lowered {
+    /// Body atoms in source order: (negated, atom, span of the literal).
+    pub(super) atoms: Vec<(bool, ir::Atom, dynalog_syntax::Span)>,
+    pub(super) constraints: Vec<Constraint>,
+    pub(super) head: Vec<ir::Expr>,
+}
+
+impl Checker<'_> {
+    /// Infer the type of every variable of `rule`; an error if a variable occurs in
+    /// atom columns of different types.
+    pub(super) fn infer_types(
+        &self,
+        rule: &ast::Rule,
+        head_id: RelId,
+        body: &RawBody,
+    ) -> Result<Typing, Diagnostic> {
+        let (rc, atoms, constraints) = body.parts();
+        let nvars = rc.len();
+        // (type, where it was fixed)
+        let mut types: Vec<Option<(Type, String)>> = vec![None; nvars];
+        for (_, id, terms, _) in atoms {
+            let rel = &self.relations[*id as usize];
+            for (i, t) in terms.iter().enumerate() {
+                if let RawTerm::Var(v, span) = t {
+                    let ty = rel.types[i];
+                    let origin = format!("column {} of `{}`", i + 1, rel.name);
+                    match &types[*v as usize] {
+                        Some((prev, where_)) if *prev != ty => {
+                            return Err(self.err(
+                                *span,
+                                format!(
+                                    "type mismatch: variable `{}` is {} {ty} in {origin} but {} {prev} in {where_}",
+                                    rc.vars[*v as usize],
+                                    article(ty),
+                                    article(*prev)
+                                ),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => types[*v as usize] = Some((ty, origin)),
+                    }
+                }
+            }
+        }
+        // Head columns type variables written directly as head arguments.
+        let head_rel = &self.relations[head_id as usize];
+        for (i, arg) in rule.head.args.iter().enumerate() {
+            if let ast::Expr::Var(v) = arg {
+                let slot = rc.slot(v);
+                if types[slot as usize].is_none() {
+                    types[slot as usize] = Some((
+                        head_rel.types[i],
+                        format!("column {} of `{}`", i + 1, head_rel.name),
+                    ));
+                }
+            }
+        }
+        // Propagate through comparisons until nothing changes: passes over the sides
+        // `var` / `expr` of every comparison in order, typing an untyped variable from
+        // the other side. Only sides whose other side gained a typed variable since
+        // they were last looked at are looked at again, in the same order as full
+        // passes would, so the result (and the origin named in messages) is that of
+        // repeated passes without their quadratic cost.
+        let mut sides: Vec<(usize, &ast::Expr)> = Vec::new();
+        for (_, lhs, rhs, _) in constraints {
+            for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                if let ast::Expr::Var(v) = a {
+                    sides.push((rc.slot(v) as usize, b));
+                }
+            }
+        }
+        // readers[slot]: the sides whose expression reads the slot.
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); nvars];
+        for (k, (_, b)) in sides.iter().enumerate() {
+            visit_vars(b, &mut |v| {
+                let r = &mut readers[rc.slot(v) as usize];
+                if r.last() != Some(&k) {
+                    r.push(k);
+                }
+            });
+        }
+        let mut this_pass: std::collections::BTreeSet<usize> = (0..sides.len()).collect();
+        let mut next_pass = std::collections::BTreeSet::new();
+        while !this_pass.is_empty() {
+            while let Some(k) = this_pass.pop_first() {
+                let (slot, b) = sides[k];
+                if types[slot].is_some() {
+                    continue;
+                }
+                if let Some(t) = rc.infer(b, &types) {
+                    types[slot] =
+                        Some((t, format!("the comparison `{}`", self.file.slice(b.span()))));
+                    for &q in &readers[slot] {
+                        if types[sides[q].0].is_none() {
+                            if q > k {
+                                this_pass.insert(q);
+                            } else {
+                                next_pass.insert(q);
+                            }
+                        }
+                    }
+                }
+            }
+            std::mem::swap(&mut this_pass, &mut next_pass);
+        }
+        let var_types: Vec<Type> = types
+            .iter()
+            .map(|t| t.as_ref().map(|(t, _)| *t).unwrap_or(Type::Number))
+            .collect();
+        Ok(Typing { types, var_types })
+    }
+
+    /// Lower the body atoms, the comparisons and the head of `rule` to the IR, checking
+    /// every constant and expression against the type its place requires.
+    pub(super) fn lower(
+        &mut self,
+        rule: &ast::Rule,
+        head_id: RelId,
+        body: &RawBody,
+        typing: &Typing,
+    ) -> Result<Lowered, Diagnostic> {
+        let (rc, atoms, constraints) = body.parts();
+        let Typing { types, var_types } = typing;
+        let head_rel = self.relations[head_id as usize].clone();
+        let mut lowered_atoms = Vec::new();
+        for (negated, id, terms, span) in atoms {
+            let rel = self.relations[*id as usize].clone();
+            let mut args = Vec::new();
+            for (i, t) in terms.iter().enumerate() {
+                args.push(match t {
+                    RawTerm::Var(v, _) => Term::Var(*v),
+                    RawTerm::Wildcard => Term::Wildcard,
+                    RawTerm::Const(e) => Term::Const(self.constant(
+                        e,
+                        rel.types[i],
+                        &format!("column {} of `{}`", i + 1, rel.name),
+                    )?),
+                });
+            }
+            lowered_atoms.push((
+                *negated,
+                ir::Atom {
+                    relation: *id,
+                    args,
+                },
+                *span,
+            ));
+        }
+        let mut lowered_constraints = Vec::new();
+        for (op, lhs, rhs, span) in constraints {
+            let ty = rc
+                .infer(lhs, types)
+                .or_else(|| rc.infer(rhs, types))
+                .unwrap_or(if is_float_literal(lhs) || is_float_literal(rhs) {
+                    Type::Float
+                } else {
+                    Type::Number
+                });
+            if ty == Type::Symbol && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                return Err(self.err(
+                    *span,
+                    format!(
+                        "`{}` compares numbers; symbols can only be compared with = and !=",
+                        op.as_str()
+                    ),
+                ));
+            }
+            let l = self.expr(rc, lhs, ty, var_types)?;
+            let r = self.expr(rc, rhs, ty, var_types)?;
+            lowered_constraints.push(Constraint {
+                op: *op,
+                ty,
+                lhs: l,
+                rhs: r,
+                span: *span,
+            });
+        }
+        let mut head_args = Vec::new();
+        for (i, arg) in rule.head.args.iter().enumerate() {
+            head_args.push(
+                self.expr(rc, arg, head_rel.types[i], var_types)
+                    .map_err(|d| Diagnostic {
+                        message: d.message.replace(
+                            "this expression",
+                            &format!("column {} of `{}`", i + 1, head_rel.name),
+                        ),
+                        ..d
+                    })?,
+            );
+        }
+        Ok(Lowered {
+            atoms: lowered_atoms,
+            constraints: lowered_constraints,
+            head: head_args,
+        })
+    }
+
+    /// Lower an expression that must have type `ty`.
+    fn expr(
+        &mut self,
+        rc: &Slots,
+        e: &ast::Expr,
+        ty: Type,
+        var_types: &[Type],
+    ) -> Result<ir::Expr, Diagnostic> {
+        Ok(match e {
+            ast::Expr::Var(v) => {
+                let slot = rc.slot(v);
+                let vt = var_types[slot as usize];
+                if vt != ty {
+                    return Err(self.err(
+                        v.span,
+                        format!(
+                            "type mismatch: variable `{}` is {} {vt}, but this expression needs {} {ty}",
+                            v.name,
+                            article(vt),
+                            article(ty)
+                        ),
+                    ));
+                }
+                ir::Expr::Var(slot)
+            }
+            ast::Expr::Wildcard(s) => return Err(self.err(*s, "`_` is not allowed here")),
+            ast::Expr::Str(..) | ast::Expr::Num(..) => {
+                ir::Expr::Const(self.constant(e, ty, "this expression")?)
+            }
+            ast::Expr::Neg(inner, span)
+            | ast::Expr::Binary {
+                lhs: inner, span, ..
+            } => {
+                if ty == Type::Symbol {
+                    return Err(self.err(
+                        *span,
+                        "type mismatch: arithmetic on symbols (this expression must be a symbol)",
+                    ));
+                }
+                let l = self.expr(rc, inner, ty, var_types)?;
+                match e {
+                    ast::Expr::Binary { op, rhs, .. } => ir::Expr::Binary {
+                        op: *op,
+                        ty,
+                        lhs: Box::new(l),
+                        rhs: Box::new(self.expr(rc, rhs, ty, var_types)?),
+                    },
+                    _ => ir::Expr::Neg(ty, Box::new(l)),
+                }
+            }
+        })
+    }
+
+    /// Encode a literal at type `ty`, or explain why it does not fit.
+    pub(super) fn constant(
+        &mut self,
+        expr: &ast::Expr,
+        ty: Type,
+        what: &str,
+    ) -> Result<Value, Diagnostic> {
+        match (expr, ty) {
+            (ast::Expr::Str(s, _), Type::Symbol) => Ok(self.symbols.intern(s)),
+            (ast::Expr::Str(s, span), t) => Err(self.err(
+                *span,
+                format!("type mismatch: {what} is a {t}, but {s:?} is a symbol"),
+            )),
+            (ast::Expr::Num(_, span), Type::Symbol) => Err(self.err(
+                *span,
+                format!(
+                    "type mismatch: {what} is a symbol, but this is a number (quote it: \"...\")"
+                ),
+            )),
+            (ast::Expr::Num(ast::Number::Int(n), span), t) => t
+                .encode_int(*n)
+                .ok_or_else(|| self.err(*span, format!("{n} does not fit in a 32-bit {t}"))),
+            (ast::Expr::Num(ast::Number::Float(x), _), Type::Float) => Ok((*x as f32).to_bits()),
+            (ast::Expr::Num(ast::Number::Float(_), span), t) => Err(self.err(
+                *span,
+                format!(
+                    "type mismatch: {what} is {} {t}, but this is a float",
+                    article(t)
+                ),
+            )),
+            _ => Err(self.err(expr.span(), "expected a constant")),
+        }
+    }
+}
+
+impl Slots {
+    /// The type of an expression if something fixes it.
+    fn infer(&self, e: &ast::Expr, types: &[Option<(Type, String)>]) -> Option<Type> {
+        match e {
+            ast::Expr::Var(v) => types[self.slot(v) as usize].as_ref().map(|t| t.0),
+            ast::Expr::Str(..) => Some(Type::Symbol),
+            ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
+            ast::Expr::Num(..) | ast::Expr::Wildcard(_) => None,
+            ast::Expr::Neg(i, _) => self.infer(i, types),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                self.infer(lhs, types).or_else(|| self.infer(rhs, types))
+            }
+        }
+    }
+}
+
+fn article(t: Type) -> &'static str {
+    match t {
+        Type::Unsigned => "an",
+        _ => "a",
+    }
+}
+
+fn is_float_literal(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Num(ast::Number::Float(_), _) => true,
+        ast::Expr::Neg(i, _) => is_float_literal(i),
+        ast::Expr::Binary { lhs, rhs, .. } => is_float_literal(lhs) || is_float_literal(rhs),
+        _ => false,
+    }
+}
