@@ -1,21 +1,29 @@
-//! `dynalog bench`: the study's protocol (E, E+, E−, round trip), single-fact updates,
-//! a rule change and the peak memory of a full materialization, for every engine on
-//! generated workloads, each measurement in a fresh process. See `docs/benchmarks.md`.
+//! The benchmark harness behind `dynalog bench`: the study's protocol (E, E+, E−, round
+//! trip), single-fact updates, a rule change and the peak memory of a full
+//! materialization, for every engine on generated workloads, each measurement in a
+//! fresh process. See `docs/benchmarks.md`.
 //!
-//! The parent generates and splits the data (cached under `--data-dir`), then runs
-//! itself as `dynalog bench --worker MODE:WORKLOAD:ENGINE:KEEP` once per measurement
-//! ([`worker`]), under a time and a memory limit ([`child`]), and collects the JSON
-//! line each worker prints into [`report::Results`]: markdown tables, JSON, SVG plots.
+//! The parent generates and splits the data (cached under `--data-dir`, [`workload`]),
+//! then runs its own executable as `dynalog bench --worker MODE:WORKLOAD:ENGINE:KEEP`
+//! ([`worker_command`]) once per measurement ([`worker`]), under a time and a memory
+//! limit ([`child`]), and collects the JSON line each worker prints into
+//! [`report::Results`]: markdown tables, JSON, SVG plots ([`plot`]); Soufflé, when
+//! installed, is measured as a rematerializing system ([`souffle`]).
+//!
+//! The command line lives in the `dynalog` binary (`src/bench.rs`): it turns its flags
+//! into [`Options`] and calls [`run`], for the parent and for the measurement processes
+//! alike. Errors are [`Error`]s, displayed as the command prints them.
 
 pub mod child;
+pub mod error;
 pub mod plot;
 pub mod report;
 pub mod souffle;
 pub mod worker;
 pub mod workload;
 
-use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+pub use error::Error;
 use report::{Measurement, Results, Status};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,56 +31,91 @@ use std::time::Duration;
 use worker::{Mode, Report, Task};
 use workload::Workload;
 
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    /// Workloads, comma-separated, or `all` [default: tc-rand1k,tc-rmat1k,rhodf-lubm1,owl2rl-lubm1].
-    /// Available: tc-tiny, tc-rand1k, tc-rmat1k, tc-rmat10k, tc-gnp5000, rhodf-lubm1,
-    /// owl2rl-lubm1, rhodf-lubm10, owl2rl-lubm10, rhodf-lubm50, owl2rl-lubm50.
-    #[arg(long, value_delimiter = ',')]
+/// The options of a run (the flags of `dynalog bench`, whose defaults are those of
+/// [`Options::default`]). Empty lists and `None` stand for the defaults of a full run
+/// or, with `quick`, of a smoke run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Workload names, or `all`.
     pub workloads: Vec<String>,
-    /// Engines, comma-separated [default: every engine, and souffle].
-    #[arg(long, value_delimiter = ',')]
+    /// Engine names (and `souffle`).
     pub engines: Vec<String>,
-    /// Update sizes x in percent [default: 50,25,10,1].
-    #[arg(long, value_delimiter = ',')]
+    /// Update sizes in percent.
     pub updates: Vec<u32>,
-    /// Measurements, comma-separated: `update` (E, E+, E− at each x), `full` (the peak
-    /// memory of a full materialization), `single` (single-fact updates), `rules` (a rule
-    /// added and removed) [default: all four].
-    #[arg(long, value_delimiter = ',')]
+    /// Measurements: `update`, `full`, `single`, `rules`.
     pub modes: Vec<String>,
-    /// Repetitions of every measurement, each in a fresh process [default: 3].
-    #[arg(long)]
+    /// Repetitions of every measurement.
     pub repeat: Option<usize>,
-    /// Single-fact insertions and deletions per run [default: 100].
-    #[arg(long)]
+    /// Single-fact insertions and deletions per run.
     pub singles: Option<usize>,
-    /// Time limit per measurement process in seconds; past it: OOT [default: 600].
-    #[arg(long)]
+    /// Time limit per measurement process in seconds.
     pub timeout: Option<f64>,
-    /// Resident memory limit per measurement process in MB; above it: OOM.
-    #[arg(long, default_value_t = 16384)]
+    /// Resident memory limit per measurement process in MB.
     pub memory_limit: u64,
     /// Worker threads of the engines (and Soufflé's -j).
-    #[arg(short = 'w', long = "workers", default_value_t = 1)]
     pub workers: usize,
-    /// A smoke run of about a minute: tc-rand1k and rhodf-lubm1, seminaive and diff,
-    /// x = 10 and 1, one repetition, 20 single-fact updates, 120 s limit.
-    #[arg(long)]
+    /// The smoke run: two workloads, two engines, one repetition.
     pub quick: bool,
     /// Folder for results.md, results.json and the SVG plots.
-    #[arg(long, default_value = "target/bench-results")]
     pub out: PathBuf,
     /// Cache of generated data and splits.
-    #[arg(long, default_value = "target/bench-data")]
     pub data_dir: PathBuf,
-    /// Measure nothing: read the results.json of an earlier (or interrupted) run and
-    /// write its tables and plots into `--out`.
-    #[arg(long, value_name = "RESULTS_JSON")]
+    /// Measure nothing: write the tables and plots of this results.json into `out`.
     pub report: Option<PathBuf>,
-    /// Internal: run one measurement (MODE:WORKLOAD:ENGINE:KEEP) and print its JSON line.
-    #[arg(long, hide = true)]
+    /// Run one measurement (`MODE:WORKLOAD:ENGINE:KEEP`) and print its JSON line: what a
+    /// measurement process does (see [`worker_command`]).
     pub worker: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            workloads: Vec::new(),
+            engines: Vec::new(),
+            updates: Vec::new(),
+            modes: Vec::new(),
+            repeat: None,
+            singles: None,
+            timeout: None,
+            memory_limit: DEFAULT_MEMORY_LIMIT_MB,
+            workers: 1,
+            quick: false,
+            out: PathBuf::from(DEFAULT_OUT),
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            report: None,
+            worker: None,
+        }
+    }
+}
+
+/// The default of [`Options::memory_limit`], in MB.
+pub const DEFAULT_MEMORY_LIMIT_MB: u64 = 16384;
+/// The default of [`Options::out`].
+pub const DEFAULT_OUT: &str = "target/bench-results";
+/// The default of [`Options::data_dir`].
+pub const DEFAULT_DATA_DIR: &str = "target/bench-data";
+
+/// The command line of one measurement process: `exe bench --worker TASK --data-dir DIR
+/// -w N --singles N`. The executable must route these arguments, as `dynalog bench`
+/// does, to [`run`] with [`Options::worker`] set.
+pub fn worker_command(
+    exe: &Path,
+    task: &Task,
+    data_dir: &Path,
+    workers: usize,
+    singles: usize,
+) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench")
+        .arg("--worker")
+        .arg(task.spec())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("-w")
+        .arg(workers.to_string())
+        .arg("--singles")
+        .arg(singles.to_string());
+    cmd
 }
 
 /// The settings of a run, defaults and `--quick` applied and checked.
@@ -87,7 +130,7 @@ struct Plan {
     timeout: f64,
 }
 
-fn plan(args: &BenchArgs) -> Result<Plan, String> {
+fn plan(args: &Options) -> Result<Plan, Error> {
     let names: Vec<String> = if args.workloads.is_empty() {
         let d = if args.quick {
             workload::QUICK_WORKLOADS
@@ -123,8 +166,8 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
     };
     for e in &engines {
         if e != "souffle" && !dynalog_engines::ENGINE_NAMES.contains(&e.as_str()) {
-            return Err(format!(
-                "error: unknown engine `{e}` (available: {}, souffle)",
+            return Err(Error::Usage(format!(
+                "unknown engine `{e}` (available: {}, souffle)",
                 dynalog_engines::ENGINE_NAMES.join(", ")
             ));
         }
@@ -137,9 +180,9 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
         vec![50, 25, 10, 1]
     };
     if let Some(u) = updates.iter().find(|u| !(1..=99).contains(*u)) {
-        return Err(format!(
-            "error: an update size must be 1..=99 (percent), got {u}"
-        ));
+        return Err(Error::Usage(format!(
+            "an update size must be 1..=99 (percent), got {u}"
+        )));
     }
     let modes = if args.modes.is_empty() {
         Mode::ALL.to_vec()
@@ -149,11 +192,11 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
             .map(|m| {
                 Mode::parse(m.trim()).ok_or_else(|| {
                     let names: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
-                    format!(
-                        "error: unknown measurement `{}` (available: {})",
+                    Error::Usage(format!(
+                        "unknown measurement `{}` (available: {})",
                         m.trim(),
                         names.join(", ")
-                    )
+                    ))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?
@@ -164,21 +207,21 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
         .timeout
         .unwrap_or(if args.quick { 120.0 } else { 600.0 });
     if repeat == 0 {
-        return Err("error: --repeat must be at least 1".into());
+        return Err(Error::Usage("--repeat must be at least 1".into()));
     }
     if singles == 0 {
-        return Err("error: --singles must be at least 1".into());
+        return Err(Error::Usage("--singles must be at least 1".into()));
     }
     if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(format!(
-            "error: --timeout must be a positive number of seconds, got {timeout}"
-        ));
+        return Err(Error::Usage(format!(
+            "--timeout must be a positive number of seconds, got {timeout}"
+        )));
     }
     if args.workers == 0 {
-        return Err("error: --workers must be at least 1".into());
+        return Err(Error::Usage("--workers must be at least 1".into()));
     }
     if args.memory_limit == 0 {
-        return Err("error: --memory-limit must be at least 1 (MB)".into());
+        return Err(Error::Usage("--memory-limit must be at least 1 (MB)".into()));
     }
     // A name listed twice is measured once (twice would only add repetitions, and
     // the tables would show the same row twice).
@@ -232,27 +275,29 @@ fn tasks(plan: &Plan) -> Vec<(Workload, String, Mode, u32)> {
     tasks
 }
 
-pub fn run(args: BenchArgs) -> Result<(), String> {
+/// Run the benchmarks `args` asks for (or one measurement, or a report of earlier
+/// results). Every measurement runs in a fresh process: this program's executable
+/// started with [`worker_command`].
+pub fn run(args: &Options) -> Result<(), Error> {
     if let Some(spec) = &args.worker {
         let task = Task::parse(spec)?;
         let singles = args.singles.unwrap_or(100).max(1);
         let report = worker::run(&task, &args.data_dir, args.workers.max(1), singles)?;
-        let line = serde_json::to_string(&report).map_err(|e| format!("error: {e}"))?;
+        let line = serde_json::to_string(&report).map_err(Error::Json)?;
         println!("{line}");
         return Ok(());
     }
     if let Some(path) = &args.report {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
-        let results: Results = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "error: `{}` is not the results.json of a bench run: {e}",
-                path.display()
-            )
-        })?;
+            .map_err(|e| Error::io(format!("cannot read `{}`", path.display()), e))?;
+        let results: Results =
+            serde_json::from_str(&text).map_err(|source| Error::Results {
+                path: path.clone(),
+                source,
+            })?;
         return write_outputs(&results, &args.out);
     }
-    let plan = plan(&args)?;
+    let plan = plan(args)?;
     let souffle = plan
         .engines
         .iter()
@@ -260,7 +305,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         .then(souffle::find)
         .flatten();
     let exe = std::env::current_exe()
-        .map_err(|e| format!("error: cannot find this program's executable: {e}"))?;
+        .map_err(|e| Error::io("cannot find this program's executable", e))?;
     let limits = child::Limits {
         timeout: Duration::from_secs_f64(plan.timeout),
         memory: args.memory_limit.saturating_mul(1 << 20),
@@ -329,16 +374,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                     engine: engine.clone(),
                     keep: *keep,
                 };
-                let mut cmd = Command::new(&exe);
-                cmd.arg("bench")
-                    .arg("--worker")
-                    .arg(task.spec())
-                    .arg("--data-dir")
-                    .arg(&args.data_dir)
-                    .arg("-w")
-                    .arg(args.workers.to_string())
-                    .arg("--singles")
-                    .arg(plan.singles.to_string());
+                let cmd =
+                    worker_command(&exe, &task, &args.data_dir, args.workers, plan.singles);
                 let finished = child::run(cmd, limits)?;
                 measurement(&task, rep, finished)
             };
@@ -381,39 +418,38 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "error: {} measurement(s) failed a correctness check or crashed (see the Failures section of {})",
-            failures.len(),
-            args.out.join("results.md").display()
-        ))
+        Err(Error::Failures {
+            count: failures.len(),
+            results_md: args.out.join("results.md"),
+        })
     }
 }
 
 /// Write `markdown` as `results.md` and the results as `results.json` into `out`.
-fn write_files(results: &Results, out: &Path, markdown: &str) -> Result<(), String> {
+fn write_files(results: &Results, out: &Path, markdown: &str) -> Result<(), Error> {
     std::fs::create_dir_all(out)
-        .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
+        .map_err(|e| Error::io(format!("cannot create `{}`", out.display()), e))?;
     let write = |name: &str, text: &str| {
         let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("error: cannot write `{}`: {e}", p.display()))
+        std::fs::write(&p, text).map_err(|e| Error::io(format!("cannot write `{}`", p.display()), e))
     };
     write("results.md", markdown)?;
-    let json = serde_json::to_string_pretty(results).map_err(|e| format!("error: {e}"))?;
+    let json = serde_json::to_string_pretty(results).map_err(Error::Json)?;
     write("results.json", &json)
 }
 
 /// Write `results.json` and `results.md` (no plots, nothing on standard output) while
 /// the run goes on.
-fn write_partial(results: &Results, out: &Path) -> Result<(), String> {
+fn write_partial(results: &Results, out: &Path) -> Result<(), Error> {
     write_files(results, out, &results.markdown())
 }
 
 /// The final outputs: the tables on standard output, and the files with the plots.
-fn write_outputs(results: &Results, out: &Path) -> Result<(), String> {
+fn write_outputs(results: &Results, out: &Path) -> Result<(), Error> {
     let mut md = results.markdown();
     println!("{md}");
     std::fs::create_dir_all(out)
-        .map_err(|e| format!("error: cannot create `{}`: {e}", out.display()))?;
+        .map_err(|e| Error::io(format!("cannot create `{}`", out.display()), e))?;
     match plot::all(results, out) {
         Ok(files) if files.is_empty() => {}
         Ok(files) => {
@@ -505,7 +541,7 @@ fn run_souffle(
     rep: usize,
     workers: usize,
     limits: child::Limits,
-) -> Result<Measurement, String> {
+) -> Result<Measurement, Error> {
     let mut m = base_measurement(&w, "souffle", mode, keep, rep);
     let inputs = souffle::prepare(cache, w, keep)?;
     let dirs: Vec<&Path> = match mode {
@@ -617,18 +653,31 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: BenchArgs,
-    }
-
-    fn parse(args: &[&str]) -> BenchArgs {
-        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
-            .unwrap()
-            .args
+    /// Options from flags as `dynalog bench` spells them (lists comma-separated); the
+    /// flag parsing itself is tested with the binary (`src/bench.rs`).
+    fn parse(args: &[&str]) -> Options {
+        let mut o = Options::default();
+        let mut args = args.iter();
+        let list = |v: Option<&&str>| -> Vec<String> {
+            v.unwrap().split(',').map(str::to_string).collect()
+        };
+        while let Some(flag) = args.next() {
+            match *flag {
+                "--quick" => o.quick = true,
+                "--workloads" => o.workloads = list(args.next()),
+                "--engines" => o.engines = list(args.next()),
+                "--modes" => o.modes = list(args.next()),
+                "--updates" => {
+                    o.updates = list(args.next()).iter().map(|u| u.parse().unwrap()).collect()
+                }
+                "--repeat" => o.repeat = Some(args.next().unwrap().parse().unwrap()),
+                "--timeout" => o.timeout = Some(args.next().unwrap().parse().unwrap()),
+                "-w" => o.workers = args.next().unwrap().parse().unwrap(),
+                other => panic!("flag {other} not known to this test"),
+            }
+        }
+        o
     }
 
     #[test]
@@ -704,6 +753,7 @@ mod tests {
             &["--modes", "full,nope"],
         ] {
             let e = plan(&parse(bad)).unwrap_err();
+            let e = e.to_string();
             assert!(e.starts_with("error: "), "{bad:?}: {e}");
         }
     }
