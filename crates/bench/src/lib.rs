@@ -169,7 +169,7 @@ fn plan(args: &Options) -> Result<Plan, Error> {
             return Err(Error::Usage(format!(
                 "unknown engine `{e}` (available: {}, souffle)",
                 dynalog_engines::ENGINE_NAMES.join(", ")
-            ));
+            )));
         }
     }
     let updates = if !args.updates.is_empty() {
