@@ -114,9 +114,16 @@ fn a_closed_standard_output_ends_commands_quietly() {
     closes_quietly(&["run", tc, "-F", ".", "-D", "-"], d);
     let lubm = d.join("lubm.nt");
     assert!(
-        dynalog(&["gen", "lubm", "-u", "1", "-o", lubm.to_str().expect("utf-8")])
-            .status
-            .success()
+        dynalog(&[
+            "gen",
+            "lubm",
+            "-u",
+            "1",
+            "-o",
+            lubm.to_str().expect("utf-8")
+        ])
+        .status
+        .success()
     );
     closes_quietly(
         &["rdf", "materialize", "lubm.nt", "--rules", "rhodf", "--all"],
@@ -139,9 +146,10 @@ fn gen_shows_progress_on_a_terminal_only() {
             .expect("the command runs")
     };
     // Not a terminal: nothing on stderr.
-    let o = gen_rmat(Command::new(env!("CARGO_BIN_EXE_dynalog")).args([
-        "gen", "rmat", "-n", "1000", "-m", "100000", "-o", out,
-    ]));
+    let o = gen_rmat(
+        Command::new(env!("CARGO_BIN_EXE_dynalog"))
+            .args(["gen", "rmat", "-n", "1000", "-m", "100000", "-o", out]),
+    );
     assert!(o.status.success());
     assert!(o.stderr.is_empty(), "{o:?}");
     // On a terminal (`script` gives the command one): the lines written, named.
@@ -152,5 +160,8 @@ fn gen_shows_progress_on_a_terminal_only() {
     let o = gen_rmat(Command::new("script").args(["-qec", &command, "/dev/null"]));
     let shown = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{shown}");
-    assert!(shown.contains("/100,000 edges of R-MAT(1000, 100000)"), "{shown}");
+    assert!(
+        shown.contains("/100,000 edges of R-MAT(1000, 100000)"),
+        "{shown}"
+    );
 }

@@ -22,8 +22,8 @@ pub mod souffle;
 pub mod worker;
 pub mod workload;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub use error::Error;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Measurement, Results, Status};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -221,7 +221,9 @@ fn plan(args: &Options) -> Result<Plan, Error> {
         return Err(Error::Usage("--workers must be at least 1".into()));
     }
     if args.memory_limit == 0 {
-        return Err(Error::Usage("--memory-limit must be at least 1 (MB)".into()));
+        return Err(Error::Usage(
+            "--memory-limit must be at least 1 (MB)".into(),
+        ));
     }
     // A name listed twice is measured once (twice would only add repetitions, and
     // the tables would show the same row twice).
@@ -290,11 +292,10 @@ pub fn run(args: &Options) -> Result<(), Error> {
     if let Some(path) = &args.report {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("cannot read `{}`", path.display()), e))?;
-        let results: Results =
-            serde_json::from_str(&text).map_err(|source| Error::Results {
-                path: path.clone(),
-                source,
-            })?;
+        let results: Results = serde_json::from_str(&text).map_err(|source| Error::Results {
+            path: path.clone(),
+            source,
+        })?;
         return write_outputs(&results, &args.out);
     }
     let plan = plan(args)?;
@@ -374,8 +375,7 @@ pub fn run(args: &Options) -> Result<(), Error> {
                     engine: engine.clone(),
                     keep: *keep,
                 };
-                let cmd =
-                    worker_command(&exe, &task, &args.data_dir, args.workers, plan.singles);
+                let cmd = worker_command(&exe, &task, &args.data_dir, args.workers, plan.singles);
                 let finished = child::run(cmd, limits)?;
                 measurement(&task, rep, finished)
             };
@@ -431,7 +431,8 @@ fn write_files(results: &Results, out: &Path, markdown: &str) -> Result<(), Erro
         .map_err(|e| Error::io(format!("cannot create `{}`", out.display()), e))?;
     let write = |name: &str, text: &str| {
         let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| Error::io(format!("cannot write `{}`", p.display()), e))
+        std::fs::write(&p, text)
+            .map_err(|e| Error::io(format!("cannot write `{}`", p.display()), e))
     };
     write("results.md", markdown)?;
     let json = serde_json::to_string_pretty(results).map_err(Error::Json)?;
@@ -669,7 +670,10 @@ mod tests {
                 "--engines" => o.engines = list(args.next()),
                 "--modes" => o.modes = list(args.next()),
                 "--updates" => {
-                    o.updates = list(args.next()).iter().map(|u| u.parse().unwrap()).collect()
+                    o.updates = list(args.next())
+                        .iter()
+                        .map(|u| u.parse().unwrap())
+                        .collect()
                 }
                 "--repeat" => o.repeat = Some(args.next().unwrap().parse().unwrap()),
                 "--timeout" => o.timeout = Some(args.next().unwrap().parse().unwrap()),

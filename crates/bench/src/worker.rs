@@ -70,8 +70,8 @@ impl Task {
                 "--worker expects MODE:WORKLOAD:ENGINE:KEEP, got `{spec}`"
             )));
         };
-        let mode =
-            Mode::parse(mode).ok_or_else(|| Error::Usage(format!("unknown worker mode `{mode}`")))?;
+        let mode = Mode::parse(mode)
+            .ok_or_else(|| Error::Usage(format!("unknown worker mode `{mode}`")))?;
         let keep: u32 = keep
             .parse()
             .ok()

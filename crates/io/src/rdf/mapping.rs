@@ -413,7 +413,6 @@ pub fn load_rdf_for_program(
     Ok((targets, load))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

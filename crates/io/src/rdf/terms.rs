@@ -240,7 +240,6 @@ pub fn split_iri(iri: &str) -> (&str, &str) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
