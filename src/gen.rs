@@ -145,7 +145,9 @@ fn write_to(
     let result = if path.extension().is_some_and(|x| x == "gz") {
         let mut gz =
             flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::default());
-        counted(&mut gz, what, total, generate).and_then(|()| {
+        // The encoder gets the generator's writes as they are (no buffer in between),
+        // so the compressed bytes stay those of earlier versions.
+        generate(&mut LineCounter::new(&mut gz, what, total)).and_then(|()| {
             gz.finish()?.flush()?;
             Ok(())
         })

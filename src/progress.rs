@@ -90,11 +90,15 @@ impl Drop for Spinner {
 
 /// A writer that counts the lines written through it; after a second, the count (a
 /// bar when the number of lines is known in advance) is shown on stderr if it is a
-/// terminal, until the counter is dropped. Give it large writes (put a buffer in
-/// front): each write is scanned for line ends.
+/// terminal, until the counter is dropped. Each write is scanned for line ends when
+/// stderr is a terminal (otherwise the writes pass through uncounted).
 pub struct LineCounter<W: Write> {
     inner: W,
-    lines: Arc<AtomicU64>,
+    /// Whether lines are counted: only when they are shown.
+    counting: bool,
+    lines: u64,
+    /// `lines`, for the display thread (a plain store per write, no locked add).
+    shown: Arc<AtomicU64>,
     _display: Spinner,
 }
 
@@ -102,15 +106,18 @@ impl<W: Write> LineCounter<W> {
     /// Count the lines written to `inner`, shown as `N {message}`; `total` is the number
     /// expected, if known.
     pub fn new(inner: W, message: impl Into<String>, total: Option<u64>) -> LineCounter<W> {
-        let lines = Arc::new(AtomicU64::new(0));
+        let shown = Arc::new(AtomicU64::new(0));
         let count = Count {
-            position: lines.clone(),
+            position: shown.clone(),
             total,
         };
+        let display = Spinner::display(message.into(), Some(count));
         LineCounter {
             inner,
-            lines,
-            _display: Spinner::display(message.into(), Some(count)),
+            counting: display.handle.is_some(),
+            lines: 0,
+            shown,
+            _display: display,
         }
     }
 }
@@ -118,8 +125,11 @@ impl<W: Write> LineCounter<W> {
 impl<W: Write> Write for LineCounter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        let ends = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        self.lines.fetch_add(ends, Ordering::Relaxed);
+        // Nothing is shown when stderr is not a terminal: nothing to count either.
+        if self.counting {
+            self.lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+            self.shown.store(self.lines, Ordering::Relaxed);
+        }
         Ok(n)
     }
 
@@ -136,11 +146,22 @@ mod tests {
     fn lines_are_counted_and_passed_on() {
         let mut out = Vec::new();
         {
-            let mut w = LineCounter::new(&mut out, "lines", Some(3));
+            // As on a terminal, without drawing anything.
+            let mut w = LineCounter {
+                inner: &mut out,
+                counting: true,
+                lines: 0,
+                shown: Arc::new(AtomicU64::new(0)),
+                _display: Spinner {
+                    stop: None,
+                    handle: None,
+                },
+            };
             w.write_all(b"a\tb\nc").unwrap();
             write!(w, "\td\n\n").unwrap();
             w.flush().unwrap();
-            assert_eq!(w.lines.load(Ordering::Relaxed), 3);
+            assert_eq!(w.lines, 3);
+            assert_eq!(w.shown.load(Ordering::Relaxed), 3);
         }
         assert_eq!(out, b"a\tb\nc\td\n\n");
     }
