@@ -399,6 +399,49 @@ pub fn targets_for_program(
     }
 }
 
+/// The targets of an RDF file loaded into relation `rel` of a running program (a
+/// session's `load REL FILE.nt`): the relation's own `IO="rdf"` directives; when one of
+/// them is a vocabulary mapping, every vocabulary target of the program (the file's
+/// classes and properties go to their relations); with no directive, triples into
+/// `rel` itself if it has three symbol columns. An error (at line 0 of `path`) when the
+/// relation takes no RDF.
+pub fn targets_for_relation(
+    program: &Program,
+    source: &SourceFile,
+    rel: RelId,
+    path: &Path,
+) -> Result<Vec<RdfTarget>, Diagnostic> {
+    let declared = targets_for_program(program, source).unwrap_or_default();
+    let mut targets: Vec<RdfTarget> = declared
+        .iter()
+        .filter(|t| t.relation == rel)
+        .cloned()
+        .collect();
+    let vocabulary = |t: &RdfTarget| matches!(t.mapping, Mapping::Vocabulary { .. });
+    if targets.iter().any(vocabulary) {
+        targets = declared.into_iter().filter(vocabulary).collect();
+    }
+    if targets.is_empty() {
+        let r = program.relation(rel);
+        if r.arity() != 3 || r.types.iter().any(|&t| t != Type::Symbol) {
+            return Err(Diagnostic::line(
+                path.display().to_string(),
+                0,
+                0,
+                format!(
+                    "`{}` takes no RDF: it has no `IO=\"rdf\"` input and is not a relation of three symbols",
+                    r.name
+                ),
+            ));
+        }
+        targets.push(RdfTarget {
+            relation: rel,
+            mapping: Mapping::Triples,
+        });
+    }
+    Ok(targets)
+}
+
 /// Load an RDF file into a program the way the program declares (see
 /// [`targets_for_program`]): the entry point for front ends that load and unload
 /// `.nt`/`.ttl` files into a running program.
@@ -521,6 +564,41 @@ mod tests {
             assert_eq!(some.len(), 1, "{r}");
             assert!(some.iter().all(|t| all.contains(t)), "{r}");
         }
+    }
+
+    #[test]
+    fn a_file_loaded_into_one_relation_feeds_its_targets() {
+        let (p, source) = program(
+            ".decl T(s: symbol, p: symbol, o: symbol)\n\
+             .decl U(s: symbol, p: symbol, o: symbol)\n.input U(IO=\"rdf\")\n\
+             .decl Person(x: symbol)\n.input Person(IO=\"rdf\", mapping=\"vocabulary\")\n\
+             .decl knows(x: symbol, y: symbol)\n.input knows(IO=\"rdf\", mapping=\"vocabulary\")\n\
+             .decl n(x: number)\n",
+        );
+        let rel = |n: &str| p.relation_id(n).unwrap();
+        let path = Path::new("d.nt");
+        let of = |r: &str| targets_for_relation(&p, &source, rel(r), path);
+        let triples = |r: &str| RdfTarget {
+            relation: rel(r),
+            mapping: Mapping::Triples,
+        };
+        let vocabulary = |r: &str| RdfTarget {
+            relation: rel(r),
+            mapping: Mapping::Vocabulary { namespace: None },
+        };
+        // Its own directive; no directive but three symbols: triples into it.
+        assert_eq!(of("U").unwrap(), vec![triples("U")]);
+        assert_eq!(of("T").unwrap(), vec![triples("T")]);
+        // A vocabulary relation: the file feeds every vocabulary relation.
+        let both = vec![vocabulary("Person"), vocabulary("knows")];
+        assert_eq!(of("Person").unwrap(), both);
+        assert_eq!(of("knows").unwrap(), both);
+        let e = of("n").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("d.nt", 0));
+        assert_eq!(
+            e.message,
+            "`n` takes no RDF: it has no `IO=\"rdf\"` input and is not a relation of three symbols"
+        );
     }
 
     #[test]
