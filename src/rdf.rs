@@ -5,14 +5,14 @@
 //! (`dynalog_io::rdf`), materializes, and prints the inferred triples (or, with `--all`,
 //! every triple of the materialization) as sorted N-Triples. The built-in programs
 //! `rhodf` (triples into `T`) and `owl2rl` (the univ-bench vocabulary mapping) live in
-//! `programs/` and are embedded in the binary (`dynalog_io::rdf::RHODF`, `OWL2RL`). A `FILE.dl` reads the data through its
-//! `IO="rdf"` input directives (their `filename` is ignored: the data is `DATA`), or, if
-//! it has none, as triples into its relation `T`; only the relations those directives
-//! feed are written back as triples.
+//! `programs/` and are embedded in the binary (`dynalog_io::rdf::{RHODF, OWL2RL}`). A
+//! `FILE.dl` reads the data through its `IO="rdf"` input directives (their `filename`
+//! is ignored: the data is `DATA`), or, if it has none, as triples into its relation
+//! `T`; only the relations those directives feed are written back as triples.
 //!
 //! This module is the command (its flags, progress and output); which relation a triple
-//! goes to and which triple a fact stands for are `dynalog_io::rdf`'s (`mapping`), and
-//! the built-in programs are `dynalog_io::rdf::{RHODF, OWL2RL}`.
+//! goes to and which triple a fact stands for are `dynalog_io::rdf`'s (`mapping`:
+//! `TripleShapes`), and so is the N-Triples writer (`NTriplesWriter`).
 
 use crate::progress::Spinner;
 use clap::{Args, Subcommand};
