@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
@@ -64,14 +64,24 @@ fn the_hostfile_is_dash_capital_h() {
 /// first bytes, while the command still has much more to write. It must end without a
 /// word on stderr: killed by SIGPIPE, as `cat` or `grep` are.
 fn closes_quietly(args: &[&str], dir: &std::path::Path) {
+    closes_quietly_with_input(args, dir, "");
+}
+
+/// [`closes_quietly`] with `input` on standard input.
+fn closes_quietly_with_input(args: &[&str], dir: &std::path::Path, input: &str) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dynalog"))
         .args(args)
         .current_dir(dir)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("dynalog starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.as_bytes())
+        .expect("the input is written");
+    drop(stdin);
     let mut stdout = child.stdout.take().expect("stdout");
     let mut first = [0u8; 16];
     stdout.read_exact(&mut first).expect("the first bytes");
@@ -112,6 +122,11 @@ fn a_closed_standard_output_ends_commands_quietly() {
     let tc = root().join("programs/tc.dl");
     let tc = tc.to_str().expect("utf-8");
     closes_quietly(&["run", tc, "-F", ".", "-D", "-"], d);
+    closes_quietly_with_input(
+        &["session", tc, "-F", ".", "--engine", "seminaive"],
+        d,
+        "dump tc\ndump tc\n",
+    );
     let lubm = d.join("lubm.nt");
     assert!(
         dynalog(&[
