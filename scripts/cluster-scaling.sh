@@ -23,8 +23,8 @@ for i in 1 2 3; do
     echo "== run: 1 process x 2 workers"
     /usr/bin/time -f "wall %e s, peak RSS %M KB" "$B" run rhodf.dl -F . -D out2 --engine diff -w 2 --stats 2>&1 | grep -E "evaluation|wall"
     echo "== run: 2 processes x 1 worker (process 1, then process 0)"
-    /usr/bin/time -f "wall %e s, peak RSS %M KB" "$B" run rhodf.dl -F . -D outp1 --engine diff -w 1 -n 2 -p 1 -h hosts --stats 2>&1 | grep -E "evaluation|wall|network" &
-    /usr/bin/time -f "wall %e s, peak RSS %M KB" "$B" run rhodf.dl -F . -D outp0 --engine diff -w 1 -n 2 -p 0 -h hosts --stats 2>&1 | grep -E "evaluation|wall|network"
+    /usr/bin/time -f "wall %e s, peak RSS %M KB" "$B" run rhodf.dl -F . -D outp1 --engine diff -w 1 -n 2 -p 1 -H hosts --stats 2>&1 | grep -E "evaluation|wall|network" &
+    /usr/bin/time -f "wall %e s, peak RSS %M KB" "$B" run rhodf.dl -F . -D outp0 --engine diff -w 1 -n 2 -p 0 -H hosts --stats 2>&1 | grep -E "evaluation|wall|network"
     wait
 done
 echo "== session: 1 process x 1 worker"
@@ -32,6 +32,6 @@ echo "$UPDATES" | "$B" session rhodf.dl -F . -w 1 --quiet
 echo "== session: 1 process x 2 workers"
 echo "$UPDATES" | "$B" session rhodf.dl -F . -w 2 --quiet
 echo "== session: 2 processes x 1 worker"
-"$B" session rhodf.dl -w 1 -n 2 -p 1 -h hosts 2>/dev/null &
-echo "$UPDATES" | "$B" session rhodf.dl -F . -w 1 -n 2 -p 0 -h hosts --quiet 2>/dev/null
+"$B" session rhodf.dl -w 1 -n 2 -p 1 -H hosts 2>/dev/null &
+echo "$UPDATES" | "$B" session rhodf.dl -F . -w 1 -n 2 -p 0 -H hosts --quiet 2>/dev/null
 wait

@@ -7,9 +7,14 @@
 //! * `rmat --nodes N --edges M [--seed S]`: an R-MAT graph, `src<TAB>dst` per line.
 //!
 //! Output goes to standard output, or to `-o FILE` (gzipped when FILE ends in `.gz`).
+//! A run that takes longer than a second shows the lines written so far on stderr when
+//! it is a terminal (a bar towards the number of edges for `rmat`, which draws every
+//! edge before it writes them sorted; a count for the others); otherwise nothing, as
+//! `run` and `rdf` show nothing.
 //! Bad arguments are reported as `error: ...` before the output file is created, so an
 //! existing file is left alone; a file whose writing fails is removed.
 
+use crate::progress::LineCounter;
 use clap::{Args, Subcommand};
 use dynalog_gen::GenError;
 use std::fs::File;
@@ -83,52 +88,71 @@ pub fn run(args: GenArgs) -> Result<(), String> {
     match args.kind {
         GenKind::Lubm(a) => {
             dynalog_gen::check_lubm(a.universities).map_err(fail)?;
-            write_to(a.output.as_deref(), |w| {
+            let what = format!("lines of LUBM({}, {})", a.universities, a.seed);
+            write_to(a.output.as_deref(), &what, None, |w| {
                 dynalog_gen::lubm(a.universities, a.seed, w)
             })
         }
         GenKind::Rand(a) => {
             dynalog_gen::check_rand(a.nodes, a.p).map_err(fail)?;
-            write_to(a.output.as_deref(), |w| {
+            let what = format!("edges of G({}, {})", a.nodes, a.p);
+            write_to(a.output.as_deref(), &what, None, |w| {
                 dynalog_gen::rand(a.nodes, a.p, a.seed, w).map(drop)
             })
         }
         GenKind::Rmat(a) => {
             dynalog_gen::check_rmat(a.nodes, a.edges).map_err(fail)?;
-            write_to(a.output.as_deref(), |w| {
+            let what = format!("edges of R-MAT({}, {})", a.nodes, a.edges);
+            write_to(a.output.as_deref(), &what, Some(a.edges), |w| {
                 dynalog_gen::rmat(a.nodes, a.edges, a.seed, w).map(drop)
             })
         }
     }
 }
 
+/// Run `generate` on `out` through a buffer, showing the lines written (`what` they
+/// are, `total` if known) on a terminal.
+fn counted(
+    out: &mut dyn Write,
+    what: &str,
+    total: Option<u64>,
+    generate: impl FnOnce(&mut dyn Write) -> Result<(), GenError>,
+) -> Result<(), GenError> {
+    let mut w = BufWriter::new(LineCounter::new(out, what, total));
+    generate(&mut w)?;
+    w.flush()?;
+    Ok(())
+}
+
 /// Run `generate` on standard output or on `path`.
 fn write_to(
     path: Option<&Path>,
+    what: &str,
+    total: Option<u64>,
     generate: impl FnOnce(&mut dyn Write) -> Result<(), GenError>,
 ) -> Result<(), String> {
     let Some(path) = path else {
         let stdout = std::io::stdout();
-        let mut out = BufWriter::new(stdout.lock());
-        return match generate(&mut out).and_then(|()| out.flush().map_err(GenError::from)) {
+        return match counted(&mut stdout.lock(), what, total, generate) {
             Ok(()) => Ok(()),
             // `dynalog gen ... | head`: the reader has seen enough.
             Err(GenError::Io(e)) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
             Err(e) => Err(format!("error: {e}")),
         };
     };
-    let file = File::create(path)
+    let mut file = File::create(path)
         .map_err(|e| format!("error: cannot create `{}`: {e}", path.display()))?;
     let result = if path.extension().is_some_and(|x| x == "gz") {
         let mut gz =
             flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::default());
-        generate(&mut gz).and_then(|()| {
+        // The encoder gets the generator's writes as they are (no buffer in between),
+        // so the compressed bytes stay those of earlier versions.
+        generate(&mut LineCounter::new(&mut gz, what, total)).and_then(|()| {
             gz.finish()?.flush()?;
             Ok(())
         })
     } else {
-        let mut out = BufWriter::new(file);
-        generate(&mut out).and_then(|()| out.flush().map_err(GenError::from))
+        counted(&mut file, what, total, generate)
     };
     result.map_err(|e| {
         // Leave no truncated file behind (the arguments were fine: the disk, the memory

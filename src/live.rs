@@ -458,47 +458,13 @@ impl Materialization {
         rel: RelId,
         path: &Path,
     ) -> Result<Vec<(RelId, dynalog_io::Tuples)>, Diagnostic> {
-        use dynalog_io::rdf::{Mapping, RdfOptions, RdfTarget};
         let file = SourceFile::new(self.name.clone(), self.text.clone());
-        let declared =
-            dynalog_io::rdf::targets_for_program(self.program(), &file).unwrap_or_default();
-        let mut targets: Vec<RdfTarget> = declared
-            .iter()
-            .filter(|t| t.relation == rel)
-            .cloned()
-            .collect();
-        if targets
-            .iter()
-            .any(|t| matches!(t.mapping, Mapping::Vocabulary { .. }))
-        {
-            targets = declared
-                .into_iter()
-                .filter(|t| matches!(t.mapping, Mapping::Vocabulary { .. }))
-                .collect();
-        }
-        if targets.is_empty() {
-            let r = self.program().relation(rel);
-            if r.arity() != 3 || r.types.iter().any(|&t| t != Type::Symbol) {
-                return Err(Diagnostic::line(
-                    path.display().to_string(),
-                    0,
-                    0,
-                    format!(
-                        "`{}` takes no RDF: it has no `IO=\"rdf\"` input and is not a relation of three symbols",
-                        r.name
-                    ),
-                ));
-            }
-            targets.push(RdfTarget {
-                relation: rel,
-                mapping: Mapping::Triples,
-            });
-        }
+        let targets = dynalog_io::rdf::targets_for_relation(self.program(), &file, rel, path)?;
         // The same file gets the same blank-node names each time, so it can be unloaded.
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let next = self.rdf_files.len() as u32;
         let file_id = *self.rdf_files.entry(key).or_insert(next);
-        let options = RdfOptions {
+        let options = dynalog_io::rdf::RdfOptions {
             file_id,
             ..Default::default()
         };

@@ -5,7 +5,13 @@
 //! * `dynalog serve`: the same behind HTTP/JSON ([`serve`]).
 //! * `dynalog gen`: benchmark data from the deterministic generators ([`r#gen`]).
 //! * `dynalog rdf materialize`: RDF graphs under RhoDF, OWL 2 RL or your rules ([`rdf`]).
-//! * `dynalog bench`: the benchmark suite, each measurement in a fresh process ([`bench`]).
+//! * `dynalog bench`: the benchmark suite, each measurement in a fresh process ([`bench`],
+//!   the harness is the crate `dynalog-bench`).
+//!
+//! `-h` and `--help` print help on every command. A command whose standard output is
+//! closed early (`dynalog run p.dl -D - | head`) ends quietly, as `cat` or `grep` do:
+//! it dies of SIGPIPE (exit status 141 in a shell) without a message; `serve` instead
+//! keeps the default of Rust programs (the write fails, the server goes on).
 
 mod bench;
 mod r#gen;
@@ -79,10 +85,22 @@ fn install_panic_hook() {
     }));
 }
 
+/// Let a write to a closed pipe end the process quietly, as Unix tools do (Rust
+/// ignores SIGPIPE by default, so such a write would fail with "Broken pipe").
+fn die_quietly_on_closed_pipes() {
+    // SAFETY: setting a signal's disposition to its default, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let _ = dynalog_engines::tune_allocator();
     install_panic_hook();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        die_quietly_on_closed_pipes();
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Session(args) => session::session(args),

@@ -5,25 +5,24 @@
 //! (`dynalog_io::rdf`), materializes, and prints the inferred triples (or, with `--all`,
 //! every triple of the materialization) as sorted N-Triples. The built-in programs
 //! `rhodf` (triples into `T`) and `owl2rl` (the univ-bench vocabulary mapping) live in
-//! `programs/` and are embedded in the binary. A `FILE.dl` reads the data through its
-//! `IO="rdf"` input directives (their `filename` is ignored: the data is `DATA`), or, if
-//! it has none, as triples into its relation `T`; only the relations those directives
-//! feed are written back as triples.
+//! `programs/` and are embedded in the binary (`dynalog_io::rdf::{RHODF, OWL2RL}`). A
+//! `FILE.dl` reads the data through its `IO="rdf"` input directives (their `filename`
+//! is ignored: the data is `DATA`), or, if it has none, as triples into its relation
+//! `T`; only the relations those directives feed are written back as triples.
+//!
+//! This module is the command (its flags, progress and output); which relation a triple
+//! goes to and which triple a fact stands for are `dynalog_io::rdf`'s (`mapping`:
+//! `TripleShapes`), and so is the N-Triples writer (`NTriplesWriter`).
 
 use crate::progress::Spinner;
 use clap::{Args, Subcommand};
 use dynalog_analysis::{RelId, Value};
-use dynalog_io::rdf::{self, Mapping, RdfOptions, RdfTarget};
+use dynalog_io::rdf::{self, NTriplesWriter, RdfOptions, TripleShapes};
 use dynalog_syntax::SourceFile;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
-
-/// RhoDF over `T(s, p, o)`.
-pub const RHODF: &str = include_str!("../programs/rhodf.dl");
-/// OWL 2 RL specialised to LUBM's univ-bench ontology, vocabulary mapping.
-pub const OWL2RL: &str = include_str!("../programs/owl2rl.dl");
 
 #[derive(Args, Debug)]
 pub struct RdfArgs {
@@ -77,8 +76,8 @@ pub fn run(args: RdfArgs) -> Result<(), String> {
 /// The text and display name of `--rules`.
 fn rules_source(rules: &str) -> Result<SourceFile, String> {
     Ok(match rules {
-        "rhodf" => SourceFile::new("<built-in rhodf.dl>", RHODF),
-        "owl2rl" => SourceFile::new("<built-in owl2rl.dl>", OWL2RL),
+        "rhodf" => SourceFile::new("<built-in rhodf.dl>", rdf::RHODF),
+        "owl2rl" => SourceFile::new("<built-in owl2rl.dl>", rdf::OWL2RL),
         path => {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 format!(
@@ -88,16 +87,6 @@ fn rules_source(rules: &str) -> Result<SourceFile, String> {
             SourceFile::new(path, text)
         }
     })
-}
-
-/// How the facts of one relation become triples.
-enum Shape {
-    /// `T(s, p, o)`.
-    Triple,
-    /// `C(x)`: `x rdf:type C`, with C's symbol.
-    Class(Value),
-    /// `p(s, o)`: `s p o`, with p's symbol.
-    Property(Value),
 }
 
 fn materialize(args: MaterializeArgs) -> Result<(), String> {
@@ -126,51 +115,22 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         eprintln!("{note}");
     }
 
-    // The triple shape of each target relation. A class or property symbol not yet in
-    // the table is interned now, before the program moves into the engine.
-    let mut shapes: Vec<(RelId, Shape)> = Vec::new();
-    for t in dedup_targets(&targets) {
-        let shape = match &t.mapping {
-            Mapping::Triples => Shape::Triple,
-            Mapping::Vocabulary { namespace } => {
-                let rel = program.relation(t.relation);
-                let Some(ns) = namespace
-                    .clone()
-                    .or_else(|| load.namespaces.get(&t.relation).cloned())
-                else {
-                    eprintln!(
-                        "warning: `{}` has no namespace= and no facts in the data: its facts cannot be named as triples and are not written",
-                        rel.name
-                    );
-                    continue;
-                };
-                let symbol = rdf::iri_symbol(&format!("{ns}{}", rel.name));
-                let arity = rel.arity();
-                let id = program.symbols.intern(&symbol);
-                if arity == 1 {
-                    Shape::Class(id)
-                } else {
-                    Shape::Property(id)
-                }
-            }
-        };
-        shapes.push((t.relation, shape));
+    // The triple of each fact of a target relation. A class or property symbol not yet
+    // in the table is interned now, before the program moves into the engine.
+    let shapes = TripleShapes::new(&mut program, &targets, &load.namespaces);
+    for &rel in &shapes.unnamed {
+        eprintln!(
+            "warning: `{}` has no namespace= and no facts in the data: its facts cannot be named as triples and are not written",
+            program.relation(rel).name
+        );
     }
-    let rdf_type = program.symbols.intern("rdf:type");
-    let to_triple = |shape: &Shape, t: &[Value]| -> [Value; 3] {
-        match shape {
-            Shape::Triple => [t[0], t[1], t[2]],
-            Shape::Class(c) => [t[0], rdf_type, *c],
-            Shape::Property(p) => [t[0], *p, t[1]],
-        }
-    };
 
     // The input triples, to tell inferred ones apart.
     let mut input: HashSet<[Value; 3]> = HashSet::new();
     if !args.all {
         for (rel, tuples) in &load.batches {
-            for (_, shape) in shapes.iter().filter(|(r, _)| r == rel) {
-                input.extend(tuples.iter().map(|t| to_triple(shape, t)));
+            for (_, shape) in shapes.shapes.iter().filter(|(r, _)| r == rel) {
+                input.extend(tuples.iter().map(|t| shapes.triple(*shape, t)));
             }
         }
     }
@@ -192,36 +152,22 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
 
     let write_started = Instant::now();
     let mut triples: HashSet<[Value; 3]> = HashSet::new();
-    for (rel, shape) in &shapes {
+    for (rel, shape) in &shapes.shapes {
         engine.for_each_fact(*rel, &mut |t| {
-            let triple = to_triple(shape, t);
+            let triple = shapes.triple(*shape, t);
             if args.all || !input.contains(&triple) {
                 triples.insert(triple);
             }
         });
     }
-    let symbols = &engine.program().symbols;
     // Each symbol is checked and rendered once.
-    let mut rendered: Vec<Option<Result<String, String>>> = vec![None; symbols.len()];
-    for [s, p, o] in &triples {
-        for v in [*s, *p, *o] {
-            rendered[v as usize]
-                .get_or_insert_with(|| rdf::symbol_term(symbols.resolve(v)).map(|t| t.to_string()));
-        }
-    }
-    let term = |v: Value| -> Result<&str, String> {
-        match &rendered[v as usize] {
-            Some(Ok(text)) => Ok(text),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(format!("`{}` was not rendered", symbols.resolve(v))),
-        }
-    };
+    let mut writer = NTriplesWriter::new(&engine.program().symbols);
     let mut lines: Vec<(String, Value)> = Vec::with_capacity(triples.len());
     let mut unwritable = 0usize;
     let mut first_unwritable = None;
-    for [s, p, o] in triples {
-        match ntriples_line(&term, s, p, o, symbols) {
-            Ok(l) => lines.push((l, p)),
+    for triple in triples {
+        match writer.line(triple) {
+            Ok(l) => lines.push((l, triple[1])),
             Err(e) => {
                 unwritable += 1;
                 first_unwritable.get_or_insert(e);
@@ -232,7 +178,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     if unwritable > 0 {
         eprintln!(
             "warning: {unwritable} fact(s) are not RDF triples and were not written; the first: {}",
-            first_unwritable.unwrap_or_default()
+            first_unwritable.map(|e| e.to_string()).unwrap_or_default()
         );
     }
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
@@ -293,34 +239,4 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Targets with each relation once (a relation may have several RDF directives).
-fn dedup_targets(targets: &[RdfTarget]) -> Vec<&RdfTarget> {
-    let mut seen = HashSet::new();
-    targets.iter().filter(|t| seen.insert(t.relation)).collect()
-}
-
-/// One N-Triples line, or why the triple cannot be written (a literal subject, a
-/// predicate that is not an IRI, a symbol that is no RDF term).
-fn ntriples_line<'a>(
-    term: &impl Fn(Value) -> Result<&'a str, String>,
-    s: Value,
-    p: Value,
-    o: Value,
-    symbols: &dynalog_analysis::SymbolTable,
-) -> Result<String, String> {
-    let (ss, ps) = (symbols.resolve(s), symbols.resolve(p));
-    if ss.starts_with('"') {
-        return Err(format!("the subject {ss} is a literal"));
-    }
-    if ps.starts_with('"') || ps.starts_with("_:") {
-        return Err(format!("the predicate {ps} is not an IRI"));
-    }
-    let (s, p, o) = (term(s)?, term(p)?, term(o)?);
-    let mut line = String::with_capacity(s.len() + p.len() + o.len() + 4);
-    for part in [s, " ", p, " ", o, " ."] {
-        line.push_str(part);
-    }
-    Ok(line)
 }

@@ -40,7 +40,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Print help.
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
 }
 
@@ -62,7 +62,7 @@ pub struct ClusterArgs {
     #[arg(short = 'p', long = "process", default_value_t = 0)]
     pub process: usize,
     /// File of `host:port` lines, one per process in order (default: localhost:2101, 2102, ...).
-    #[arg(short = 'h', long = "hostfile")]
+    #[arg(short = 'H', long = "hostfile")]
     pub hostfile: Option<PathBuf>,
     /// Seconds to wait for every process to connect.
     #[arg(long = "connect-timeout", default_value_t = 60.0)]

@@ -72,7 +72,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub live: crate::session::LiveArgs,
     /// Print help.
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Address to listen on, `HOST:PORT` (only this address is bound; port 0 picks a
     /// free port, printed at startup). A non-loopback address needs `--token`.

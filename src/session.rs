@@ -16,9 +16,9 @@
 //! commit (its summary line then shows that commit's number and the whole recovered
 //! state as insertions) and numbers the next commits after it (see `dynalog::durable`).
 //!
-//! With `-n N -p I -h HOSTFILE` (differential engine) the session runs on N processes:
-//! process 0 is the session, the others follow it (see `docs/cluster.md`). `-h` is the
-//! hostfile, as in timely; help is `--help`.
+//! With `-n N -p I -H HOSTFILE` (differential engine) the session runs on N processes:
+//! process 0 is the session, the others follow it (see `docs/cluster.md`). The hostfile
+//! is `-H` (timely's `-h`), so that `-h` is help, as everywhere.
 
 use clap::Args;
 use dynalog::live::{Commit, LoadPolicy, Materialization};
@@ -49,7 +49,7 @@ pub struct LiveArgs {
     /// Refuse every `load`/`unload` command.
     #[arg(long = "no-load")]
     pub no_load: bool,
-    /// Several processes (`-n/-p/-h`): process 0 reads the commands and runs the
+    /// Several processes (`-n/-p/-H`): process 0 reads the commands and runs the
     /// transactions; the others hold their share of the dataflow.
     #[command(flatten)]
     pub cluster: crate::run::ClusterArgs,
@@ -206,7 +206,7 @@ pub struct SessionArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print help.
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Print only the summary line of each commit, not its changes.
     #[arg(long)]

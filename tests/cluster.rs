@@ -79,7 +79,7 @@ fn run_program_in_cluster(
                 .arg(outs[p].path())
                 .args(["--engine", "diff", "-w", &workers.to_string()])
                 .args(["-n", &processes.to_string(), "-p", &p.to_string()])
-                .arg("-h")
+                .arg("-H")
                 .arg(&hosts)
                 .args(["--connect-timeout", "60"])
                 .stdout(Stdio::piped())
@@ -202,7 +202,7 @@ fn a_missing_peer_is_an_error_after_the_timeout() {
         "2",
         "-p",
         "0",
-        "-h",
+        "-H",
         hosts.to_str().expect("utf-8"),
         "--connect-timeout",
         "2",
@@ -228,7 +228,7 @@ fn cluster_flags_are_checked() {
         ),
         (&["-n", "0"][..], "at least 1"),
         (
-            &["-n", "2", "-h", "/nonexistent/hosts"][..],
+            &["-n", "2", "-H", "/nonexistent/hosts"][..],
             "cannot read the hostfile",
         ),
     ] {
@@ -264,7 +264,7 @@ fn killing_a_peer_mid_run_makes_the_other_exit_with_an_error() {
                 "2",
                 "-p",
                 &p.to_string(),
-                "-h",
+                "-H",
             ])
             .arg(&hosts)
             .current_dir(root())
@@ -307,7 +307,7 @@ fn spawn_in_cluster(args: &[&str], hosts: &Path, process: usize, workers: usize)
             "-p",
             &process.to_string(),
         ])
-        .arg("-h")
+        .arg("-H")
         .arg(hosts)
         .args(["--connect-timeout", "60"])
         .current_dir(root())

@@ -464,7 +464,7 @@ fn cluster_session(dir: &Path, script: &str) -> String {
                 "data",
                 "--quiet",
             ])
-            .args(["-n", "2", "-p", p, "-h", "hosts", "--connect-timeout", "60"])
+            .args(["-n", "2", "-p", p, "-H", "hosts", "--connect-timeout", "60"])
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

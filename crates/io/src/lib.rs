@@ -385,6 +385,45 @@ pub enum OutputTarget {
     Stdout,
 }
 
+/// Why [`write_outputs`] failed.
+#[derive(Debug)]
+pub enum WriteError {
+    /// An output file could not be written (or renamed into place): `cannot write
+    /// `PATH`: reason`.
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Writing to the standard output writer failed: the reason.
+    Stdout(std::io::Error),
+}
+
+impl WriteError {
+    /// The I/O error behind it.
+    pub fn io_error(&self) -> &std::io::Error {
+        match self {
+            WriteError::File { source, .. } | WriteError::Stdout(source) => source,
+        }
+    }
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::File { path, source } => {
+                write!(f, "cannot write `{}`: {source}", path.display())
+            }
+            WriteError::Stdout(source) => write!(f, "{source}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.io_error())
+    }
+}
+
 /// Calls its second argument on every fact of the relation named by the first.
 pub type FactSource<'a> = dyn Fn(RelId, &mut dyn FnMut(&[Value])) + 'a;
 
@@ -396,7 +435,7 @@ pub fn write_outputs(
     facts: &FactSource<'_>,
     len: &dyn Fn(RelId) -> usize,
     stdout: &mut dyn Write,
-) -> Result<(), String> {
+) -> Result<(), WriteError> {
     // Files are written under temporary names and renamed into place only once every
     // one is written, so a failed run leaves no half-written outputs (and an earlier
     // run's outputs stay as they were).
@@ -413,7 +452,10 @@ pub fn write_outputs(
             for (tmp, _) in &written[i..] {
                 let _ = std::fs::remove_file(tmp);
             }
-            return Err(format!("cannot write `{}`: {e}", path.display()));
+            return Err(WriteError::File {
+                path: path.clone(),
+                source: e,
+            });
         }
     }
     Ok(())
@@ -435,12 +477,12 @@ fn write_outputs_to(
     len: &dyn Fn(RelId) -> usize,
     stdout: &mut dyn Write,
     written: &mut Vec<(std::path::PathBuf, std::path::PathBuf)>,
-) -> Result<(), String> {
+) -> Result<(), WriteError> {
     let mut sorter = None;
     for (id, rel) in program.relations.iter().enumerate() {
         let id = id as RelId;
         if rel.printsize {
-            writeln!(stdout, "{}\t{}", rel.name, len(id)).map_err(|e| e.to_string())?;
+            writeln!(stdout, "{}\t{}", rel.name, len(id)).map_err(WriteError::Stdout)?;
         }
         if rel.outputs.is_empty() {
             continue;
@@ -458,14 +500,14 @@ fn write_outputs_to(
             if to_stdout {
                 let mut body = Vec::new();
                 write_tuples(&mut body, rel, &program.symbols, &tuples, delimiter)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(WriteError::Stdout)?;
                 if nullary {
                     body.extend_from_slice(b"()\n");
                 }
                 write!(stdout, "---------------\n{}\n===============\n", rel.name)
                     .and_then(|_| stdout.write_all(&body))
                     .and_then(|_| writeln!(stdout, "==============="))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(WriteError::Stdout)?;
                 continue;
             }
             let OutputTarget::Dir(dir) = target else {
@@ -494,7 +536,7 @@ fn write_outputs_to(
             if outcome.is_ok() || tmp.exists() {
                 written.push((tmp, path.clone()));
             }
-            outcome.map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+            outcome.map_err(|source| WriteError::File { path, source })?;
         }
     }
     Ok(())

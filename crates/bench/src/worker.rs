@@ -1,7 +1,8 @@
 //! One measurement in its own process (`dynalog bench --worker MODE:WORKLOAD:ENGINE:KEEP`):
 //! it prints one JSON line, a [`Report`], on standard output.
 
-use super::workload::{self, Workload};
+use crate::Error;
+use crate::workload::{self, Workload};
 use dynalog_analysis::{Program, RelId, Value};
 use dynalog_engines::Engine;
 use serde::{Deserialize, Serialize};
@@ -62,20 +63,22 @@ impl Task {
         )
     }
 
-    pub fn parse(spec: &str) -> Result<Task, String> {
+    pub fn parse(spec: &str) -> Result<Task, Error> {
         let parts: Vec<&str> = spec.split(':').collect();
         let [mode, name, engine, keep] = parts[..] else {
-            return Err(format!(
-                "error: --worker expects MODE:WORKLOAD:ENGINE:KEEP, got `{spec}`"
-            ));
+            return Err(Error::Usage(format!(
+                "--worker expects MODE:WORKLOAD:ENGINE:KEEP, got `{spec}`"
+            )));
         };
-        let mode =
-            Mode::parse(mode).ok_or_else(|| format!("error: unknown worker mode `{mode}`"))?;
+        let mode = Mode::parse(mode)
+            .ok_or_else(|| Error::Usage(format!("unknown worker mode `{mode}`")))?;
         let keep: u32 = keep
             .parse()
             .ok()
             .filter(|k| (1..=100).contains(k))
-            .ok_or_else(|| format!("error: KEEP must be a percentage 1..=100, got `{keep}`"))?;
+            .ok_or_else(|| {
+                Error::Usage(format!("KEEP must be a percentage 1..=100, got `{keep}`"))
+            })?;
         Ok(Task {
             mode,
             workload: workload::find(name)?,
@@ -155,9 +158,33 @@ pub fn sort_tuples(flat: Vec<Value>, arity: usize) -> Vec<Value> {
     out
 }
 
+/// How the final state of a measurement differs from the state after E: a finding of
+/// the round-trip check, reported in the results (not an error of the harness).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Facts of the state after E missing at the end.
+    pub missing: usize,
+    /// Facts at the end that were not in the state after E.
+    pub extra: usize,
+    /// Up to six of them, `missing FACT` or `extra FACT`.
+    pub examples: Vec<String>,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the final state differs from the state after E: {} fact(s) missing, {} extra ({})",
+            self.missing,
+            self.extra,
+            self.examples.join("; ")
+        )
+    }
+}
+
 /// Compare the state after E with the state at the end, fact for fact. `Err` says how
 /// many facts are missing and extra, with up to three of each written out.
-pub fn compare(program: &Program, expected: &Snapshot, actual: &Snapshot) -> Result<(), String> {
+pub fn compare(program: &Program, expected: &Snapshot, actual: &Snapshot) -> Result<(), Mismatch> {
     if expected == actual {
         return Ok(());
     }
@@ -200,10 +227,11 @@ pub fn compare(program: &Program, expected: &Snapshot, actual: &Snapshot) -> Res
             }
         }
     }
-    Err(format!(
-        "the final state differs from the state after E: {missing} fact(s) missing, {extra} extra ({})",
-        examples.join("; ")
-    ))
+    Err(Mismatch {
+        missing,
+        extra,
+        examples,
+    })
 }
 
 fn total(engine: &dyn Engine) -> usize {
@@ -212,11 +240,11 @@ fn total(engine: &dyn Engine) -> usize {
         .sum()
 }
 
-fn commit(engine: &mut dyn Engine) -> Result<(), String> {
+fn commit(engine: &mut dyn Engine) -> Result<(), Error> {
     engine
         .commit()
         .map(|_| ())
-        .map_err(|e| format!("error: commit failed: {e}"))
+        .map_err(|e| Error::Commit(e.to_string()))
 }
 
 /// Current resident memory of this process in MB.
@@ -228,7 +256,7 @@ fn rss_mb() -> Option<f64> {
 }
 
 /// Run one task and return its report (an `Err` is a failure, not a measurement).
-pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<Report, String> {
+pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<Report, Error> {
     let mut report = Report::default();
     let t = Instant::now();
     let loaded = workload::load(cache, task.workload, task.keep)?;
@@ -237,7 +265,8 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
     report.update_facts = loaded.tail.len();
     report.update_duplicates = loaded.tail_duplicates;
     let t = Instant::now();
-    let mut engine = dynalog_engines::create(&task.engine, loaded.program, workers)?;
+    let mut engine = dynalog_engines::create(&task.engine, loaded.program, workers)
+        .map_err(|e| Error::Engine(e.to_string()))?;
     report.start_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -251,7 +280,7 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
         let after = Snapshot::of(engine);
         let result = compare(engine.program(), before, &after);
         report.round_trip_ok = Some(result.is_ok());
-        report.mismatch = result.err();
+        report.mismatch = result.err().map(|m| m.to_string());
     };
 
     match task.mode {
@@ -299,11 +328,15 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
         }
         Mode::Rules => {
             let before = Snapshot::of(engine.as_ref());
-            let reanalyse = |text: &str, symbols| -> Result<Program, String> {
+            let reanalyse = |text: &str, symbols| -> Result<Program, Error> {
                 let file = dynalog_syntax::SourceFile::new("<bench rules>", text.to_string());
-                let ast = dynalog_syntax::parse(&file).map_err(|d| d.to_string())?;
-                dynalog_analysis::analyse_with(&file, &ast, symbols, &Default::default())
-                    .map_err(|d| d.to_string())
+                let ast = dynalog_syntax::parse(&file)?;
+                Ok(dynalog_analysis::analyse_with(
+                    &file,
+                    &ast,
+                    symbols,
+                    &Default::default(),
+                )?)
             };
             let text = task.workload.rules.text();
             let with = reanalyse(
@@ -360,7 +393,7 @@ mod tests {
     fn a_missing_and_an_extra_fact_are_reported() {
         let a = snap(&[[1, 2], [3, 4]], &[1, 3]);
         let b = snap(&[[1, 2], [5, 6]], &[1, 3, 7]);
-        let err = compare(&program(), &a, &b).unwrap_err();
+        let err = compare(&program(), &a, &b).unwrap_err().to_string();
         assert!(err.contains("1 fact(s) missing, 2 extra"), "{err}");
         assert!(err.contains("missing e(3, 4)."), "{err}");
         assert!(err.contains("extra e(5, 6)."), "{err}");
@@ -373,7 +406,7 @@ mod tests {
         let b = Snapshot {
             relations: vec![a.relations[0].clone()],
         };
-        let err = compare(&program(), &a, &b).unwrap_err();
+        let err = compare(&program(), &a, &b).unwrap_err().to_string();
         assert!(err.contains("1 fact(s) missing, 0 extra"), "{err}");
     }
 

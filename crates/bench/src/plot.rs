@@ -1,8 +1,9 @@
 //! SVG plots of a run: E+ and E− per engine over the update sizes (log scale), one
 //! file per workload, and the peak memory of a full materialization as bars.
 
-use super::report::{Results, Status};
-use super::worker::Mode;
+use crate::Error;
+use crate::report::{Results, Status};
+use crate::worker::Mode;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -15,12 +16,12 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-fn err(e: impl std::fmt::Display) -> String {
-    format!("error: plotting: {e}")
+fn err(e: impl std::fmt::Display) -> Error {
+    Error::Plot(e.to_string())
 }
 
 /// Time of E+ and E− per engine and update size, for one workload.
-pub fn times(results: &Results, workload: &str, path: &Path) -> Result<(), String> {
+pub fn times(results: &Results, workload: &str, path: &Path) -> Result<(), Error> {
     let updates = &results.updates;
     let mut series = Vec::new();
     for (i, e) in results.engines.iter().enumerate() {
@@ -122,7 +123,7 @@ pub fn times(results: &Results, workload: &str, path: &Path) -> Result<(), Strin
 }
 
 /// Peak memory of a full materialization, bars grouped by workload.
-pub fn memory(results: &Results, path: &Path) -> Result<(), String> {
+pub fn memory(results: &Results, path: &Path) -> Result<(), Error> {
     let engines = &results.engines;
     let mut bars = Vec::new();
     for (wi, w) in results.workloads.iter().enumerate() {
@@ -194,7 +195,7 @@ pub fn memory(results: &Results, path: &Path) -> Result<(), String> {
 }
 
 /// Every plot of a run into `dir`; returns the files written.
-pub fn all(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn all(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     // A plot draws medians of finished measurements; with none (`--modes` without its
     // mode, a partial run, or every process OOT/OOM) there is nothing to draw.
     let finished = |w: Option<&str>, mode: Mode| {

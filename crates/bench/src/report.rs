@@ -1,7 +1,7 @@
 //! Every raw figure of a run ([`Results`], written as JSON) and the markdown tables
 //! shaped like the study's Tables 3–5.
 
-use super::worker::{Mode, Report};
+use crate::worker::{Mode, Report};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 

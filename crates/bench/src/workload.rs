@@ -1,6 +1,7 @@
 //! Workloads: a rule program and a generated data file, cached on disk and split in
 //! file order into the part loaded first (E) and the update (E+ / E-).
 
+use crate::Error;
 use dynalog_analysis::{Program, RelId, Value};
 use dynalog_io::rdf::{self, RdfOptions};
 use dynalog_syntax::SourceFile;
@@ -19,14 +20,15 @@ pub enum Rules {
     Owl2rl,
 }
 
-pub const TC: &str = include_str!("../../programs/tc.dl");
+/// Reachability over `edge` (`programs/tc.dl`).
+pub const TC: &str = include_str!("../../../programs/tc.dl");
 
 impl Rules {
     pub fn text(self) -> &'static str {
         match self {
             Rules::Tc => TC,
-            Rules::Rhodf => crate::rdf::RHODF,
-            Rules::Owl2rl => crate::rdf::OWL2RL,
+            Rules::Rhodf => rdf::RHODF,
+            Rules::Owl2rl => rdf::OWL2RL,
         }
     }
 
@@ -84,13 +86,16 @@ impl Data {
         matches!(self, Data::Lubm { .. })
     }
 
-    fn generate(self, out: &mut dyn Write) -> Result<(), String> {
+    fn generate(self, out: &mut dyn Write) -> Result<(), Error> {
         let r = match self {
             Data::Rmat { nodes, edges } => dynalog_gen::rmat(nodes, edges, 0, out).map(|_| ()),
             Data::Rand { nodes, p } => dynalog_gen::rand(nodes, p, 0, out).map(|_| ()),
             Data::Lubm { universities } => dynalog_gen::lubm(universities, 0, out),
         };
-        r.map_err(|e| format!("error: generating {}: {e}", self.key()))
+        r.map_err(|e| Error::Generate {
+            data: self.key(),
+            message: e.to_string(),
+        })
     }
 }
 
@@ -181,17 +186,17 @@ pub const DEFAULT_WORKLOADS: &[&str] = &["tc-rand1k", "tc-rmat1k", "rhodf-lubm1"
 /// The workloads of `--quick`.
 pub const QUICK_WORKLOADS: &[&str] = &["tc-rand1k", "rhodf-lubm1"];
 
-pub fn find(name: &str) -> Result<Workload, String> {
+pub fn find(name: &str) -> Result<Workload, Error> {
     WORKLOADS
         .iter()
         .find(|w| w.name == name)
         .copied()
         .ok_or_else(|| {
             let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
-            format!(
-                "error: unknown workload `{name}` (available: {}, or `all`)",
+            Error::Usage(format!(
+                "unknown workload `{name}` (available: {}, or `all`)",
                 names.join(", ")
-            )
+            ))
         })
 }
 
@@ -206,25 +211,25 @@ pub fn split_dir(cache: &Path, data: Data, keep: u32) -> PathBuf {
 }
 
 /// Generate the data (once: it is cached) and return its path.
-pub fn ensure_data(cache: &Path, data: Data) -> Result<PathBuf, String> {
+pub fn ensure_data(cache: &Path, data: Data) -> Result<PathBuf, Error> {
     let dir = data_dir(cache, data);
     let path = dir.join(data.file_name());
     if path.exists() {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))?;
+        .map_err(|e| Error::io(format!("cannot create `{}`", dir.display()), e))?;
     let tmp = dir.join(format!("{}.partial", data.file_name()));
     {
         let file = std::fs::File::create(&tmp)
-            .map_err(|e| format!("error: cannot write `{}`: {e}", tmp.display()))?;
+            .map_err(|e| Error::io(format!("cannot write `{}`", tmp.display()), e))?;
         let mut out = BufWriter::new(file);
         data.generate(&mut out)?;
         out.flush()
-            .map_err(|e| format!("error: cannot write `{}`: {e}", tmp.display()))?;
+            .map_err(|e| Error::io(format!("cannot write `{}`", tmp.display()), e))?;
     }
     std::fs::rename(&tmp, &path)
-        .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?;
+        .map_err(|e| Error::io(format!("cannot write `{}`", path.display()), e))?;
     Ok(path)
 }
 
@@ -236,14 +241,14 @@ pub fn split_at_percent<T>(lines: &[T], keep: u32) -> (&[T], &[T]) {
 
 /// Write the split keeping the first `keep`% of the data's lines (once: it is cached):
 /// `head/FILE` and `tail/FILE` under [`split_dir`].
-pub fn ensure_split(cache: &Path, data: Data, keep: u32) -> Result<PathBuf, String> {
+pub fn ensure_split(cache: &Path, data: Data, keep: u32) -> Result<PathBuf, Error> {
     let dir = split_dir(cache, data, keep);
     let name = data.file_name();
     if dir.join("tail").join(name).exists() {
         return Ok(dir);
     }
     let source = ensure_data(cache, data)?;
-    let io = |e: std::io::Error| format!("error: cannot split `{}`: {e}", source.display());
+    let io = |e: std::io::Error| Error::io(format!("cannot split `{}`", source.display()), e);
     let file = std::fs::File::open(&source).map_err(io)?;
     let mut lines = Vec::new();
     for line in BufReader::new(file).lines() {
@@ -277,15 +282,15 @@ pub struct Loaded {
     pub tail_duplicates: usize,
 }
 
-pub fn analyse(source: &SourceFile) -> Result<Program, String> {
-    let ast = dynalog_syntax::parse(source).map_err(|d| d.to_string())?;
-    dynalog_analysis::analyse(source, &ast).map_err(|d| d.to_string())
+pub fn analyse(source: &SourceFile) -> Result<Program, Error> {
+    let ast = dynalog_syntax::parse(source)?;
+    Ok(dynalog_analysis::analyse(source, &ast)?)
 }
 
 /// Load the split keeping `keep`% through the same code paths as `dynalog run` (fact
 /// files: `.input` directives read from a folder) and `dynalog rdf materialize` (the
 /// program's RDF mapping). Relative IRIs resolve against the whole data file's URI.
-pub fn load(cache: &Path, workload: Workload, keep: u32) -> Result<Loaded, String> {
+pub fn load(cache: &Path, workload: Workload, keep: u32) -> Result<Loaded, Error> {
     let source = SourceFile::new(
         format!("<built-in {}>", workload.rules.file_name()),
         workload.rules.text(),
@@ -303,12 +308,10 @@ pub fn load(cache: &Path, workload: Workload, keep: u32) -> Result<Loaded, Strin
                 file_id: 0,
             };
             let path = dir.join(part).join(workload.data.file_name());
-            let (_, load) = rdf::load_rdf_for_program(&mut program, &source, &path, &options)
-                .map_err(|d| d.to_string())?;
+            let (_, load) = rdf::load_rdf_for_program(&mut program, &source, &path, &options)?;
             load.batches
         } else {
-            dynalog_io::read_inputs(&mut program, &source, &dir.join(part))
-                .map_err(|d| d.to_string())?
+            dynalog_io::read_inputs(&mut program, &source, &dir.join(part))?
                 .into_iter()
                 .map(|l| (l.relation, l.tuples))
                 .collect()

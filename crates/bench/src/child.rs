@@ -1,6 +1,7 @@
 //! Running one measurement process under a time and a memory limit, with its peak
 //! resident memory from the OS (`wait4`'s `ru_maxrss`).
 
+use crate::Error;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -56,7 +57,7 @@ fn rss_of(pid: i32) -> Option<u64> {
 
 /// Run `command` to its end or its limits. The child is polled every few
 /// milliseconds: past the timeout or above the memory limit it gets SIGKILL.
-pub fn run(mut command: Command, limits: Limits) -> Result<Finished, String> {
+pub fn run(mut command: Command, limits: Limits) -> Result<Finished, Error> {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -64,7 +65,7 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, String> {
     let started = Instant::now();
     let mut child = command
         .spawn()
-        .map_err(|e| format!("error: cannot start {:?}: {e}", command.get_program()))?;
+        .map_err(|e| Error::io(format!("cannot start {:?}", command.get_program()), e))?;
     let pid = child.id() as libc::pid_t;
     let out = reader(child.stdout.take());
     let err = reader(child.stderr.take());
@@ -91,7 +92,7 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, String> {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(format!("error: waiting for a measurement process: {e}"));
+            return Err(Error::io("waiting for a measurement process", e));
         }
         if killed.is_none() {
             let over_time = started.elapsed() >= limits.timeout;

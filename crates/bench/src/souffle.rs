@@ -3,7 +3,8 @@
 //! reads plain fact files, and every relation's size is printed (`.printsize`), so no
 //! relation is optimised away and the sizes can be compared.
 
-use super::workload::{self, Workload};
+use crate::Error;
+use crate::workload::{self, Workload};
 use dynalog_analysis::{Program, RelId, Type, Value};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -47,11 +48,11 @@ pub fn write_facts<'a>(
     dir: &Path,
     program: &Program,
     facts: impl Iterator<Item = &'a (RelId, Vec<Value>)>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let io = |e: std::io::Error| {
-        format!(
-            "error: cannot write Soufflé inputs in `{}`: {e}",
-            dir.display()
+        Error::io(
+            format!("cannot write Soufflé inputs in `{}`", dir.display()),
+            e,
         )
     };
     std::fs::create_dir_all(dir).map_err(io)?;
@@ -73,10 +74,10 @@ pub fn write_facts<'a>(
         for (v, ty) in t.iter().zip(&rel.types) {
             let s = ty.render(*v, &program.symbols);
             if *ty == Type::Symbol && s.contains(['\t', '\n', '\r']) {
-                return Err(format!(
-                    "error: cannot convert for Soufflé: a symbol of `{}` contains a tab or a line break: {s:?}",
-                    rel.name
-                ));
+                return Err(Error::SouffleInput {
+                    relation: rel.name.clone(),
+                    symbol: s,
+                });
             }
             cols.push(s);
         }
@@ -97,7 +98,7 @@ pub struct Inputs {
 }
 
 /// Convert the split keeping `keep`% for Soufflé (once: it is cached).
-pub fn prepare(cache: &Path, workload: Workload, keep: u32) -> Result<Inputs, String> {
+pub fn prepare(cache: &Path, workload: Workload, keep: u32) -> Result<Inputs, Error> {
     let dir =
         workload::split_dir(cache, workload.data, keep).join(format!("souffle-{}", workload.name));
     let inputs = Inputs {
@@ -118,7 +119,7 @@ pub fn prepare(cache: &Path, workload: Workload, keep: u32) -> Result<Inputs, St
     )?;
     let text = program_text(workload.rules.text(), &loaded.program);
     std::fs::write(&inputs.program, text)
-        .map_err(|e| format!("error: cannot write `{}`: {e}", inputs.program.display()))?;
+        .map_err(|e| Error::io(format!("cannot write `{}`", inputs.program.display()), e))?;
     Ok(inputs)
 }
 

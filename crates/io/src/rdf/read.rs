@@ -1,0 +1,439 @@
+//! Reading N-Triples and Turtle files (optionally gzipped) into triples, with located
+//! errors or, leniently, skipped and counted statements; relative IRIs resolved against
+//! a base (see the [module docs](super)).
+
+use dynalog_analysis::IoSpec;
+use dynalog_syntax::Diagnostic;
+use oxrdf::Triple;
+use oxttl::{NTriplesParser, TurtleParseError, TurtleParser};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// The syntax of an RDF file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RdfFormat {
+    NTriples,
+    Turtle,
+}
+
+impl RdfFormat {
+    /// `ntriples` / `nt` or `turtle` / `ttl`.
+    pub fn from_name(name: &str) -> Option<RdfFormat> {
+        match name.to_ascii_lowercase().as_str() {
+            "ntriples" | "n-triples" | "nt" => Some(RdfFormat::NTriples),
+            "turtle" | "ttl" => Some(RdfFormat::Turtle),
+            _ => None,
+        }
+    }
+
+    /// By extension, ignoring a final `.gz`: `.nt` is N-Triples, `.ttl` Turtle.
+    pub fn from_path(path: &Path) -> Option<RdfFormat> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        let ext = name.rsplit_once('.')?.1;
+        RdfFormat::from_name(ext)
+    }
+}
+
+/// How a file is read.
+#[derive(Clone, Debug, Default)]
+pub struct RdfOptions {
+    /// Base IRI for relative IRIs; `None`: the file's `file://` URI.
+    pub base: Option<String>,
+    /// Skip and count malformed lines instead of failing.
+    pub lenient: bool,
+    /// `None`: by extension.
+    pub format: Option<RdfFormat>,
+    /// Number of the file among those loaded into one program: blank node `_:b` of the
+    /// file becomes `_:f<file_id>_b`. Load a file again with the same id to get the
+    /// same symbols (e.g. to unload it).
+    pub file_id: u32,
+}
+
+/// What [`read_triples`] saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Triples read (duplicates included).
+    pub triples: usize,
+    /// Malformed statements skipped (only with [`RdfOptions::lenient`]).
+    pub skipped: usize,
+    /// The first skipped error, for the warning.
+    pub first_skipped: Option<String>,
+}
+
+/// The file's `file://` URI (absolute, percent-encoded), the default base IRI.
+pub fn file_uri(path: &Path) -> String {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    });
+    let mut uri = String::from("file://");
+    for b in abs.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
+fn open(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
+    let file = std::fs::File::open(path)?;
+    let gz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(file),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, file))
+    })
+}
+
+/// Stream the triples of `path` into `f`. Errors name the file, line and column.
+pub fn read_triples(
+    path: &Path,
+    options: &RdfOptions,
+    f: &mut dyn FnMut(&Triple),
+) -> Result<ReadStats, Diagnostic> {
+    let name = path.display().to_string();
+    let format = match options.format.or_else(|| RdfFormat::from_path(path)) {
+        Some(format) => format,
+        None => {
+            return Err(Diagnostic::line(
+                &name,
+                1,
+                1,
+                "unknown RDF format: name the file `.nt` or `.ttl` (optionally `.gz`), or give `format=\"ntriples\"|\"turtle\"`",
+            ));
+        }
+    };
+    let base = options.base.clone().unwrap_or_else(|| file_uri(path));
+    let base_iri = oxiri::Iri::parse(base.clone())
+        .map_err(|e| Diagnostic::line(&name, 1, 1, format!("bad base IRI `{base}`: {e}")))?;
+    let mut reader = open(path)
+        .map_err(|e| Diagnostic::line(&name, 1, 1, format!("cannot read the file: {e}")))?;
+    // A UTF-8 byte order mark is not in either grammar, but common: skip it.
+    let bom = reader
+        .fill_buf()
+        .map_err(|e| Diagnostic::line(&name, 1, 1, format!("read error: {e}")))?
+        .starts_with(b"\xEF\xBB\xBF");
+    if bom {
+        reader.consume(3);
+    }
+    match format {
+        RdfFormat::NTriples => read_ntriples(reader, &name, &base_iri, options.lenient, f),
+        RdfFormat::Turtle => read_turtle(reader, &name, &base, options.lenient, f),
+    }
+}
+
+/// N-Triples, line by line: each line is parsed on its own, so an error has the line's
+/// number and a malformed line can be skipped without losing the rest. A line that
+/// fails only because of relative IRIs is parsed again with them resolved.
+fn read_ntriples(
+    mut reader: Box<dyn BufRead>,
+    name: &str,
+    base: &oxiri::Iri<String>,
+    lenient: bool,
+    f: &mut dyn FnMut(&Triple),
+) -> Result<ReadStats, Diagnostic> {
+    let mut stats = ReadStats::default();
+    let mut line = Vec::new();
+    let mut lineno = 0usize;
+    let mut triples = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Diagnostic::line(name, lineno + 1, 1, format!("read error: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        triples.clear();
+        let error = match parse_nt_line(&line, &mut triples) {
+            Ok(()) => None,
+            Err((col, message)) => match resolve_relative(&line, base) {
+                Some(Ok(resolved)) => {
+                    triples.clear();
+                    parse_nt_line(resolved.as_bytes(), &mut triples)
+                        .err()
+                        .map(|_| (col, message))
+                }
+                Some(Err(reason)) => Some((col, reason)),
+                None => Some((col, message)),
+            },
+        };
+        if let Some((col, message)) = error {
+            if !lenient {
+                return Err(Diagnostic::line(name, lineno, col, message));
+            }
+            stats.skipped += 1;
+            if stats.first_skipped.is_none() {
+                stats.first_skipped = Some(format!("{name}:{lineno}:{col}: {message}"));
+            }
+            continue;
+        }
+        for t in &triples {
+            stats.triples += 1;
+            f(t);
+        }
+    }
+    Ok(stats)
+}
+
+/// Parse one N-Triples line into `out`; on error the (1-based) column and the reason.
+fn parse_nt_line(line: &[u8], out: &mut Vec<Triple>) -> Result<(), (usize, String)> {
+    for t in NTriplesParser::new().for_slice(line) {
+        match t {
+            Ok(t) => out.push(t),
+            Err(e) => {
+                return Err((
+                    e.location().start.column as usize + 1,
+                    e.message().to_string(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// If the line has IRI references without a scheme (`<>`, `<a/b>`), the line with
+/// them resolved against `base` (`Some(Err)` when one cannot be resolved); `None` when
+/// it has none. String literals are skipped, so a `<` inside quotes is left alone.
+fn resolve_relative(line: &[u8], base: &oxiri::Iri<String>) -> Option<Result<String, String>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut changed = false;
+    let mut rest = text;
+    while let Some(i) = rest.find(['"', '<']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with('"') {
+            // Copy the literal through its closing quote.
+            let mut end = tail.len();
+            let mut escaped = false;
+            for (j, c) in tail.char_indices().skip(1) {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '"' {
+                    end = j + 1;
+                    break;
+                }
+            }
+            out.push_str(&tail[..end]);
+            rest = &tail[end..];
+            continue;
+        }
+        let Some(close) = tail.find('>') else {
+            out.push_str(tail);
+            rest = "";
+            break;
+        };
+        let iri = &tail[1..close];
+        if oxiri::Iri::parse(iri).is_ok() {
+            out.push_str(&tail[..=close]);
+        } else {
+            match base.resolve(iri) {
+                Ok(resolved) => {
+                    out.push('<');
+                    out.push_str(resolved.as_str());
+                    out.push('>');
+                    changed = true;
+                }
+                Err(e) => {
+                    return Some(Err(format!(
+                        "the IRI <{iri}> is neither absolute nor relative to the base <{}>: {e}",
+                        base.as_str()
+                    )));
+                }
+            }
+        }
+        rest = &tail[close + 1..];
+    }
+    out.push_str(rest);
+    changed.then_some(Ok(out))
+}
+
+fn read_turtle(
+    reader: Box<dyn BufRead>,
+    name: &str,
+    base: &str,
+    lenient: bool,
+    f: &mut dyn FnMut(&Triple),
+) -> Result<ReadStats, Diagnostic> {
+    let parser = TurtleParser::new()
+        .with_base_iri(base)
+        .map_err(|e| Diagnostic::line(name, 1, 1, format!("bad base IRI `{base}`: {e}")))?;
+    let mut stats = ReadStats::default();
+    let mut last_error_line = None;
+    for t in parser.for_reader(reader) {
+        match t {
+            Ok(t) => {
+                stats.triples += 1;
+                f(&t);
+            }
+            Err(TurtleParseError::Io(e)) => {
+                return Err(Diagnostic::line(name, 1, 1, format!("read error: {e}")));
+            }
+            Err(TurtleParseError::Syntax(e)) => {
+                let start = e.location().start;
+                let (line, col) = (start.line as usize + 1, start.column as usize + 1);
+                if !lenient {
+                    return Err(Diagnostic::line(name, line, col, e.message()));
+                }
+                // One count per malformed statement: the parser may report a few
+                // errors while it recovers on the same line.
+                if last_error_line != Some(line) {
+                    stats.skipped += 1;
+                    last_error_line = Some(line);
+                }
+                if stats.first_skipped.is_none() {
+                    stats.first_skipped = Some(format!("{name}:{line}:{col}: {}", e.message()));
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+/// Options of a directive, on top of `defaults`: `base`, `lenient`, `format`.
+pub fn options_of(spec: &IoSpec, defaults: &RdfOptions) -> RdfOptions {
+    let mut o = defaults.clone();
+    if let Some(b) = spec.get("base") {
+        o.base = Some(b.to_string());
+    }
+    if let Some(l) = spec.get("lenient") {
+        o.lenient = l == "true";
+    }
+    if let Some(f) = spec.get("format").and_then(RdfFormat::from_name) {
+        o.format = Some(f);
+    }
+    o
+}
+
+/// Where an `IO="rdf"` directive's file is: its `filename`, relative to `fact_dir`.
+pub fn rdf_path(fact_dir: &Path, spec: &IoSpec) -> Option<PathBuf> {
+    spec.get("filename").map(|f| fact_dir.join(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdf::test_util::*;
+    use std::io::Write;
+
+    #[test]
+    fn relative_iris_resolve_against_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "<> <http://ex.org/p> <rel/x> .\n<http://ex.org/s> <http://ex.org/p> \"a <> in a \\\" literal\" .\n";
+        let path = write_file(dir.path(), "r.nt", text);
+        let with_base = RdfOptions {
+            base: Some("http://base.org/dir/doc".into()),
+            ..RdfOptions::default()
+        };
+        let (t, _) = triples_of(&path, &with_base).unwrap();
+        assert_eq!(t[0].subject.to_string(), "<http://base.org/dir/doc>");
+        assert_eq!(t[0].object.to_string(), "<http://base.org/dir/rel/x>");
+        assert_eq!(t[1].object.to_string(), "\"a <> in a \\\" literal\"");
+        // Default base: the file's own file:// URI.
+        let (t, _) = triples_of(&path, &RdfOptions::default()).unwrap();
+        let uri = file_uri(&path);
+        assert!(
+            uri.starts_with("file:///") && uri.ends_with("/r.nt"),
+            "{uri}"
+        );
+        assert_eq!(t[0].subject.to_string(), format!("<{uri}>"));
+        // Turtle resolves with the same base.
+        let ttl = write_file(dir.path(), "r.ttl", "<> <http://ex.org/p> <x> .\n");
+        let (t, _) = triples_of(&ttl, &with_base).unwrap();
+        assert_eq!(t[0].object.to_string(), "<http://base.org/dir/x>");
+        // A bad base is an error, not a panic.
+        let bad = RdfOptions {
+            base: Some("not a base".into()),
+            ..RdfOptions::default()
+        };
+        assert!(triples_of(&path, &bad).is_err());
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_with_their_position_or_skipped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n\
+                    <http://ex.org/s> <http://ex.org/p> \"unterminated .\n\
+                    # a comment\n\
+                    <http://ex.org/s> <http://ex.org/p> <http://ex.org/o2> .\n\
+                    <http://ex.org/s> http://ex.org/p <http://ex.org/o> .\n";
+        let path = write_file(dir.path(), "bad.nt", text);
+        let e = triples_of(&path, &RdfOptions::default()).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.col > 1, "{e}");
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with(&format!("{}:2:", path.display())),
+            "{shown}"
+        );
+        assert!(shown.contains(": error: "), "{shown}");
+        let lenient = RdfOptions {
+            lenient: true,
+            ..RdfOptions::default()
+        };
+        let (t, stats) = triples_of(&path, &lenient).unwrap();
+        assert_eq!((t.len(), stats.skipped, stats.triples), (2, 2, 2));
+        assert!(stats.first_skipped.unwrap().contains(":2:"));
+        // Turtle: the line of the error too.
+        let ttl = write_file(
+            dir.path(),
+            "bad.ttl",
+            "@prefix ex: <http://ex.org/> .\nex:s ex:p ex:o .\nex:s ex:p .\nex:s ex:p ex:o2 .\nex:s ex:p ex:o3 .\n",
+        );
+        let e = triples_of(&ttl, &RdfOptions::default()).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let (t, stats) = triples_of(&ttl, &lenient).unwrap();
+        assert!(stats.skipped >= 1);
+        // The parser resumes after the next `.`: here the one ending the o2 statement.
+        assert!(
+            t.iter()
+                .any(|t| t.object.to_string() == "<http://ex.org/o3>"),
+            "{t:?} {stats:?}"
+        );
+        // Unknown extension, missing file: errors.
+        let txt = write_file(dir.path(), "x.txt", "");
+        assert!(
+            triples_of(&txt, &RdfOptions::default())
+                .unwrap_err()
+                .message
+                .contains("format")
+        );
+        assert!(triples_of(&dir.path().join("none.nt"), &RdfOptions::default()).is_err());
+    }
+
+    #[test]
+    fn gzip_is_read_by_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.nt.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(DATA.as_bytes()).unwrap();
+        gz.finish().unwrap();
+        assert_eq!(RdfFormat::from_path(&path), Some(RdfFormat::NTriples));
+        let (t, _) = triples_of(&path, &RdfOptions::default()).unwrap();
+        assert_eq!(t.len(), 6);
+        // A byte order mark before the first line is skipped, in both syntaxes.
+        for name in ["bom.nt", "bom.ttl"] {
+            let bom = write_file(dir.path(), name, &format!("\u{feff}{DATA}"));
+            assert_eq!(triples_of(&bom, &RdfOptions::default()).unwrap().0.len(), 6);
+        }
+        // Not gzip inside: a read error, not a panic.
+        let fake = write_file(dir.path(), "fake.ttl.gz", "not gzip");
+        assert!(triples_of(&fake, &RdfOptions::default()).is_err());
+    }
+}

@@ -1,0 +1,304 @@
+//! RDF terms as symbols and back (the table in the [module docs](super)): IRIs,
+//! prefixed names of the rdf, rdfs, owl and xsd namespaces, blank nodes with their
+//! per-file label, literals in their N-Triples form; and triples of symbols as
+//! N-Triples lines.
+
+use dynalog_analysis::{SymbolTable, Value};
+use oxrdf::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, TermRef, Triple};
+use std::fmt;
+
+/// The namespaces written as prefixed names, in the order they are tried.
+pub const PREFIXES: [(&str, &str); 4] = [
+    ("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"),
+    ("rdfs", "http://www.w3.org/2000/01/rdf-schema#"),
+    ("owl", "http://www.w3.org/2002/07/owl#"),
+    ("xsd", "http://www.w3.org/2001/XMLSchema#"),
+];
+
+/// The full IRI of `rdf:type`.
+pub const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+
+/// Why a symbol or a triple of symbols cannot be written as RDF.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TermError {
+    /// `_:label` with a label that is no blank node label (the parser's reason).
+    NotBlankNode { symbol: String, reason: String },
+    /// A symbol that is neither an absolute IRI, a prefixed name, `_:b` nor a literal.
+    NotTerm { symbol: String, reason: String },
+    /// A symbol starting with `"` that is no literal in N-Triples form.
+    NotLiteral { text: String, reason: String },
+    /// A triple whose subject is a literal.
+    LiteralSubject(String),
+    /// A triple whose predicate is a literal or a blank node.
+    PredicateNotIri(String),
+}
+
+impl fmt::Display for TermError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TermError::NotBlankNode { symbol, reason } => {
+                write!(f, "`{symbol}` is not a blank node: {reason}")
+            }
+            TermError::NotTerm { symbol, reason } => write!(
+                f,
+                "`{symbol}` is not an RDF term (an absolute IRI, `_:b` or a literal): {reason}"
+            ),
+            TermError::NotLiteral { text, reason } => {
+                write!(f, "`{text}` is not a literal: {reason}")
+            }
+            TermError::LiteralSubject(s) => write!(f, "the subject `{s}` is a literal"),
+            TermError::PredicateNotIri(p) => write!(f, "the predicate `{p}` is not an IRI"),
+        }
+    }
+}
+
+impl std::error::Error for TermError {}
+
+/// The symbol of a term (see the module docs).
+pub fn term_symbol(term: TermRef<'_>, file_id: u32) -> String {
+    match term {
+        TermRef::NamedNode(n) => iri_symbol(n.as_str()),
+        TermRef::BlankNode(b) => format!("_:f{file_id}_{}", b.as_str()),
+        TermRef::Literal(l) => l.to_string(),
+    }
+}
+
+/// The symbol of an IRI: a prefixed name in the rdf, rdfs, owl and xsd namespaces,
+/// otherwise the IRI itself.
+pub fn iri_symbol(iri: &str) -> String {
+    for (prefix, ns) in PREFIXES {
+        if let Some(local) = iri.strip_prefix(ns) {
+            return format!("{prefix}:{local}");
+        }
+    }
+    iri.to_string()
+}
+
+/// The IRI a symbol stands for when it is not a literal or a blank node: prefixed
+/// names of the four namespaces are expanded, anything else is taken as it is.
+pub fn symbol_iri(symbol: &str) -> String {
+    if let Some((prefix, local)) = symbol.split_once(':') {
+        for (p, ns) in PREFIXES {
+            if p == prefix {
+                return format!("{ns}{local}");
+            }
+        }
+    }
+    symbol.to_string()
+}
+
+/// The term a symbol stands for (the inverse of [`term_symbol`]); an error when the
+/// symbol is not the form of any RDF term (e.g. `"unclosed`, or `hello`, not an IRI).
+pub fn symbol_term(symbol: &str) -> Result<Term, TermError> {
+    if symbol.starts_with('"') {
+        return parse_literal(symbol).map(Term::Literal);
+    }
+    if let Some(label) = symbol.strip_prefix("_:") {
+        return BlankNode::new(label)
+            .map(Term::BlankNode)
+            .map_err(|e| TermError::NotBlankNode {
+                symbol: symbol.to_string(),
+                reason: e.to_string(),
+            });
+    }
+    NamedNode::new(symbol_iri(symbol))
+        .map(Term::NamedNode)
+        .map_err(|e| TermError::NotTerm {
+            symbol: symbol.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+/// Parse a literal in N-Triples form: a quoted string with escapes, then nothing,
+/// `@lang` or `^^<datatype IRI>`.
+fn parse_literal(text: &str) -> Result<Literal, TermError> {
+    let bad = |why: &str| TermError::NotLiteral {
+        text: text.to_string(),
+        reason: why.to_string(),
+    };
+    let mut value = String::new();
+    let mut chars = text.char_indices().skip(1);
+    let end = loop {
+        let Some((i, c)) = chars.next() else {
+            return Err(bad("no closing quote"));
+        };
+        match c {
+            '"' => break i + 1,
+            '\\' => {
+                let Some((_, e)) = chars.next() else {
+                    return Err(bad("a backslash ends it"));
+                };
+                match e {
+                    't' => value.push('\t'),
+                    'b' => value.push('\u{8}'),
+                    'n' => value.push('\n'),
+                    'r' => value.push('\r'),
+                    'f' => value.push('\u{C}'),
+                    '"' => value.push('"'),
+                    '\'' => value.push('\''),
+                    '\\' => value.push('\\'),
+                    'u' | 'U' => {
+                        let n = if e == 'u' { 4 } else { 8 };
+                        let hex: String = chars.by_ref().take(n).map(|(_, c)| c).collect();
+                        let code = (hex.len() == n)
+                            .then(|| u32::from_str_radix(&hex, 16).ok())
+                            .flatten()
+                            .and_then(char::from_u32)
+                            .ok_or_else(|| bad("a bad \\u escape"))?;
+                        value.push(code);
+                    }
+                    _ => return Err(bad("an unknown escape")),
+                }
+            }
+            c => value.push(c),
+        }
+    };
+    let rest = &text[end..];
+    if rest.is_empty() {
+        Ok(Literal::new_simple_literal(value))
+    } else if let Some(lang) = rest.strip_prefix('@') {
+        Literal::new_language_tagged_literal(value, lang).map_err(|e| bad(&e.to_string()))
+    } else if let Some(dt) = rest.strip_prefix("^^<").and_then(|r| r.strip_suffix('>')) {
+        let dt = NamedNode::new(dt).map_err(|e| bad(&e.to_string()))?;
+        Ok(Literal::new_typed_literal(value, dt))
+    } else {
+        Err(bad("unexpected text after the closing quote"))
+    }
+}
+
+/// A triple of symbols as an N-Triples line (with its final ` .` but no newline).
+/// An error when a symbol is not an RDF term, or the subject is a literal or the
+/// predicate not an IRI (such generalized triples cannot be written as N-Triples).
+pub fn ntriples_line(s: &str, p: &str, o: &str) -> Result<String, TermError> {
+    let subject: NamedOrBlankNode = match symbol_term(s)? {
+        Term::NamedNode(n) => n.into(),
+        Term::BlankNode(b) => b.into(),
+        _ => return Err(TermError::LiteralSubject(s.to_string())),
+    };
+    let predicate = match symbol_term(p)? {
+        Term::NamedNode(n) => n,
+        _ => return Err(TermError::PredicateNotIri(p.to_string())),
+    };
+    let object = symbol_term(o)?;
+    Ok(format!("{} .", Triple::new(subject, predicate, object)))
+}
+
+/// Writes triples of interned symbols as N-Triples lines, checking and rendering each
+/// symbol once however many triples it is in (the output of a materialization repeats
+/// its predicates and classes millions of times).
+pub struct NTriplesWriter<'a> {
+    symbols: &'a SymbolTable,
+    rendered: Vec<Option<Result<String, TermError>>>,
+}
+
+impl<'a> NTriplesWriter<'a> {
+    pub fn new(symbols: &'a SymbolTable) -> NTriplesWriter<'a> {
+        NTriplesWriter {
+            symbols,
+            rendered: vec![None; symbols.len()],
+        }
+    }
+
+    /// The N-Triples line of `s p o` (with its final ` .`, no newline), or why it
+    /// cannot be written: a literal subject, a predicate that is not an IRI, a symbol
+    /// that is no RDF term.
+    pub fn line(&mut self, [s, p, o]: [Value; 3]) -> Result<String, TermError> {
+        let (ss, ps) = (self.symbols.resolve(s), self.symbols.resolve(p));
+        if ss.starts_with('"') {
+            return Err(TermError::LiteralSubject(ss.to_string()));
+        }
+        if ps.starts_with('"') || ps.starts_with("_:") {
+            return Err(TermError::PredicateNotIri(ps.to_string()));
+        }
+        for v in [s, p, o] {
+            let symbol = self.symbols.resolve(v);
+            self.rendered[v as usize]
+                .get_or_insert_with(|| symbol_term(symbol).map(|t| t.to_string()));
+        }
+        let term = |v: Value| match &self.rendered[v as usize] {
+            Some(Ok(text)) => Ok(text.as_str()),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(TermError::NotTerm {
+                symbol: self.symbols.resolve(v).to_string(),
+                reason: "not rendered".into(),
+            }),
+        };
+        let (s, p, o) = (term(s)?, term(p)?, term(o)?);
+        let mut line = String::with_capacity(s.len() + p.len() + o.len() + 4);
+        for part in [s, " ", p, " ", o, " ."] {
+            line.push_str(part);
+        }
+        Ok(line)
+    }
+}
+
+/// Split an IRI into namespace and local name (after the last `#` or `/`).
+pub fn split_iri(iri: &str) -> (&str, &str) {
+    match iri.rfind(['#', '/']) {
+        Some(i) => (&iri[..=i], &iri[i + 1..]),
+        None => ("", iri),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_renders_as_ntriples_line_does() {
+        let mut symbols = SymbolTable::new();
+        let mut id = |s: &str| symbols.intern(s);
+        let (x, ty, lit, thing, bad) = (
+            id("_:x"),
+            id("rdf:type"),
+            id("\"a\\u0041\""),
+            id("owl:Thing"),
+            id("hello"),
+        );
+        let mut w = NTriplesWriter::new(&symbols);
+        for t in [[x, ty, lit], [x, ty, thing]] {
+            let [s, p, o] = t.map(|v| symbols.resolve(v));
+            assert_eq!(w.line(t), ntriples_line(s, p, o));
+        }
+        assert_eq!(
+            w.line([lit, ty, thing]).unwrap_err().to_string(),
+            "the subject `\"a\\u0041\"` is a literal"
+        );
+        assert_eq!(
+            w.line([x, x, thing]).unwrap_err(),
+            TermError::PredicateNotIri("_:x".into())
+        );
+        assert!(matches!(
+            w.line([x, ty, bad]),
+            Err(TermError::NotTerm { .. })
+        ));
+    }
+
+    #[test]
+    fn symbols_that_are_not_terms_are_errors() {
+        assert!(symbol_term("hello").is_err());
+        assert!(symbol_term("\"unclosed").is_err());
+        assert!(symbol_term("\"x\"@").is_err());
+        assert!(symbol_term("\"x\"junk").is_err());
+        assert!(symbol_term("\"bad \\q escape\"").is_err());
+        assert_eq!(
+            symbol_term("\"unclosed").unwrap_err().to_string(),
+            "`\"unclosed` is not a literal: no closing quote"
+        );
+        let e = symbol_term("hello").unwrap_err().to_string();
+        assert!(
+            e.starts_with("`hello` is not an RDF term (an absolute IRI, `_:b` or a literal): "),
+            "{e}"
+        );
+        assert_eq!(
+            symbol_term("xsd:integer").unwrap(),
+            Term::NamedNode(NamedNode::new("http://www.w3.org/2001/XMLSchema#integer").unwrap())
+        );
+        assert!(ntriples_line("\"lit\"", "rdf:type", "owl:Thing").is_err());
+        assert!(ntriples_line("_:x", "_:p", "owl:Thing").is_err());
+        assert_eq!(
+            ntriples_line("_:x", "rdf:type", "\"a\\u0041\"").unwrap(),
+            "_:x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> \"aA\" ."
+        );
+    }
+}
