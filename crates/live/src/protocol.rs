@@ -262,7 +262,7 @@ mod tests {
         );
         assert_eq!(
             run(&mut m, "? p(1 x)"),
-            Err("column 7: expected `,` or `)`, found `x`".into())
+            Err("column 7: expected `)` after the arguments of `p`, found `x`".into())
         );
         assert_eq!(run(&mut m, "size q"), Err("unknown relation `q`".into()));
         assert_eq!(

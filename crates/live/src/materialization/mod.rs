@@ -802,6 +802,7 @@ pub fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dynalog_engines::LimitExceeded;
 
     const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
                       .output path\npath(x, y) :- edge(x, y).\n\
