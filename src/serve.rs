@@ -42,8 +42,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
-use dynalog::live::{Commit, Materialization, quote};
-use dynalog_analysis::{SymbolTable, Type, Value};
+use dynalog::live::{Commit, Materialization, Pattern, Staged, quote};
+use dynalog_analysis::{Program, SymbolTable, Type, Value};
 use dynalog_engines::{Change, Limits};
 use serde_json::{Value as Json, json};
 use std::collections::{HashSet, VecDeque};
@@ -130,6 +130,9 @@ struct RelView {
 #[derive(Clone)]
 struct View {
     relations: Vec<RelView>,
+    /// The declarations of the relations (a program without rules or facts), which
+    /// patterns are lowered against.
+    declared: Arc<Program>,
     symbols: Arc<SymbolTable>,
     rules: Arc<Vec<String>>,
     /// The number of the last commit.
@@ -339,7 +342,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
                 DEFAULT_LIMITS
             };
             m.set_limits(live.limits(defaults)?)
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.message())?;
             let first = m.commit().map_err(|e| format!("error: {e}"))?;
             Ok((m, first))
         };
@@ -353,6 +356,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         let shared = Arc::new(Shared {
             view: RwLock::new(Arc::new(View {
                 relations: Vec::new(),
+                declared: Arc::new(declarations(m.program())),
                 symbols: Arc::new(SymbolTable::new()),
                 rules: Arc::new(Vec::new()),
                 commit: 0,
@@ -395,9 +399,13 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
                 continue;
             }
             let outcome = match transaction(&mut m, &fact_dir, &body) {
-                Ok(c) => {
+                Ok((c, present)) => {
                     publish(&shared, &m, &c);
-                    Ok(commit_json(&shared.instance, &m, &c))
+                    let mut j = commit_json(&shared.instance, &m, &c);
+                    if !present.is_empty() {
+                        j["already_present"] = json!(present);
+                    }
+                    Ok(j)
                 }
                 Err(Refusal::Client(status, j)) => Err((status, j)),
                 Err(Refusal::Engine(reason)) => {
@@ -628,12 +636,15 @@ enum Refusal {
     Engine(String),
 }
 
-/// Stage every line of a request body and commit them as one transaction.
+/// Stage every line of a request body and commit them as one transaction. Also returns
+/// the rules of `+ RULE.` lines that the program already had (rules are a set: they
+/// are not added again).
 fn transaction(
     m: &mut Materialization,
     dir: &std::path::Path,
     body: &str,
-) -> Result<Commit, Refusal> {
+) -> Result<(Commit, Vec<String>), Refusal> {
+    let mut present = Vec::new();
     let refuse = |m: &mut Materialization, line: Option<usize>, reason: String| {
         m.abort();
         let mut j = json!({"error": reason});
@@ -647,9 +658,10 @@ fn transaction(
         if t.is_empty() || t.starts_with("//") || t.starts_with('#') {
             continue;
         }
-        match m.stage_command(line, dir) {
-            Ok(true) => {}
-            Ok(false) => {
+        match m.stage(line, dir) {
+            Ok(Some(Staged::Change)) => {}
+            Ok(Some(Staged::RulesPresent(rules))) => present.extend(rules),
+            Ok(None) => {
                 let word = t.split_whitespace().next().unwrap_or(t);
                 let word: String = word.chars().take(40).collect();
                 return Err(refuse(
@@ -664,19 +676,31 @@ fn transaction(
             Err(e) => return Err(refuse(m, Some(i + 1), e.to_string())),
         }
     }
-    m.commit().map_err(|e| {
+    let c = m.commit().map_err(|e| {
         if let Some(reason) = m.failed() {
             return Refusal::Engine(reason);
         }
-        if e.limit.is_some() {
+        if e.limit().is_some() {
             // Well-formed, but more than this server takes in one transaction.
             return Refusal::Client(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                json!({"error": format!("commit refused: {}", e.message)}),
+                json!({"error": format!("commit refused: {}", e.message())}),
             );
         }
-        refuse(m, None, format!("commit refused: {}", e.message))
-    })
+        refuse(m, None, format!("commit refused: {}", e.message()))
+    })?;
+    Ok((c, present))
+}
+
+/// A program holding only the relations of `p`: what patterns need.
+fn declarations(p: &Program) -> Program {
+    Program {
+        relations: p.relations.clone(),
+        rules: Vec::new(),
+        facts: Vec::new(),
+        strata: Vec::new(),
+        symbols: SymbolTable::new(),
+    }
 }
 
 /// Publish a commit into the read view and the change log.
@@ -712,6 +736,9 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
             for id in have..m.symbols().len() {
                 symbols.intern(m.symbols().resolve(id as Value));
             }
+        }
+        if view.declared.relations != program.relations {
+            view.declared = Arc::new(declarations(program));
         }
         view.rules = Arc::new(m.rules());
         view.commit = c.number;
@@ -894,83 +921,22 @@ struct RelationQuery {
     limit: Option<usize>,
 }
 
-/// One argument of a read-only pattern.
-enum Arg {
-    Const(Value),
-    Var(usize),
-    Any,
-}
-
-/// Lower a pattern such as `path(1, x)` against the read view without interning:
-/// `None` when a constant cannot occur (an unknown symbol).
-fn pattern(view: &View, rel: &RelView, text: &str) -> Result<Option<Vec<Arg>>, String> {
-    use dynalog_syntax::{Expr, Item, Number};
-    let t = text.trim().trim_end_matches('.');
-    let file = dynalog_syntax::SourceFile::new("<pattern>", format!("{t}."));
-    let ast = dynalog_syntax::parse(&file).map_err(|d| format!("pattern: {}", d.message))?;
-    let atom = match &ast.items[..] {
-        [Item::Rule(r)] if r.body.is_empty() => &r.head,
-        _ => return Err("pattern: expected one atom, such as `path(1, x)`".into()),
-    };
-    if atom.relation.name != rel.name {
-        return Err(format!(
-            "pattern: the pattern is on `{}`, not `{}`",
-            atom.relation.name, rel.name
-        ));
-    }
-    if atom.args.len() != rel.types.len() {
-        return Err(format!(
-            "pattern: `{}` has {} columns, the pattern {}",
-            rel.name,
-            rel.types.len(),
-            atom.args.len()
-        ));
-    }
-    let mut vars: Vec<&str> = Vec::new();
-    let mut args = Vec::new();
-    for (i, (e, &ty)) in atom.args.iter().zip(&rel.types).enumerate() {
-        let bad = || format!("pattern: column {} does not fit type {ty}", i + 1);
-        args.push(match e {
-            Expr::Wildcard(_) => Arg::Any,
-            Expr::Var(v) => match vars.iter().position(|&n| n == v.name) {
-                Some(k) => Arg::Var(k),
-                None => {
-                    vars.push(&v.name);
-                    Arg::Var(vars.len() - 1)
-                }
-            },
-            Expr::Str(s, _) if ty == Type::Symbol => match view.symbols.lookup(s) {
-                Some(id) => Arg::Const(id),
-                None => return Ok(None),
-            },
-            Expr::Num(Number::Int(n), _) => Arg::Const(ty.encode_int(*n).ok_or_else(bad)?),
-            Expr::Num(Number::Float(x), _) if ty == Type::Float => {
-                Arg::Const((*x as f32).to_bits())
-            }
-            _ => return Err(bad()),
-        });
-    }
-    Ok(Some(args))
-}
-
-fn matches(args: &[Arg], tuple: &[Value], bound: &mut Vec<Option<Value>>) -> bool {
-    bound.clear();
-    for (a, &v) in args.iter().zip(tuple) {
-        match *a {
-            Arg::Const(c) if c != v => return false,
-            Arg::Var(k) => {
-                if bound.len() <= k {
-                    bound.resize(k + 1, None);
-                }
-                match bound[k] {
-                    Some(b) if b != v => return false,
-                    _ => bound[k] = Some(v),
-                }
-            }
-            _ => {}
+/// Lower a pattern such as `path(1, x)` on relation `rel` against the read view,
+/// without interning (see [`Pattern::lower_readonly`]): `None` when a constant cannot
+/// occur (an unknown symbol).
+fn pattern(view: &View, rel: &RelView, text: &str) -> Result<Option<Pattern>, String> {
+    let p = Pattern::lower_readonly(text, &view.declared, &view.symbols)
+        .map_err(|e| format!("pattern: {e}"))?;
+    if let Some(p) = &p {
+        let on = &view.declared.relation(p.relation()).name;
+        if *on != rel.name {
+            return Err(format!(
+                "pattern: the pattern is on `{on}`, not `{}`",
+                rel.name
+            ));
         }
     }
-    true
+    Ok(p)
 }
 
 /// A page size asked for, or the default; larger than [`MAX_PAGE`] is refused.
@@ -999,22 +965,21 @@ async fn get_relation(
     let Some(rel) = view.relations.iter().find(|r| r.name == name) else {
         return error(StatusCode::NOT_FOUND, "unknown relation");
     };
-    let args = match &q.pattern {
-        None => Some(Vec::new()),
-        Some(p) => match pattern(&view, rel, p) {
-            Ok(a) => a,
-            Err(e) => return error(StatusCode::BAD_REQUEST, e),
-        },
-    };
     let mut rows: Vec<&[Value]> = Vec::new();
-    if let Some(args) = &args {
-        let mut bound = Vec::new();
-        rows = rel
-            .facts
-            .iter()
-            .map(|t| &t[..])
-            .filter(|t| matches(args, t, &mut bound))
-            .collect();
+    match q.pattern.as_deref().map(|p| pattern(&view, rel, p)) {
+        None => rows = rel.facts.iter().map(|t| &t[..]).collect(),
+        Some(Ok(Some(p))) => {
+            let mut bound = Vec::new();
+            rows = rel
+                .facts
+                .iter()
+                .map(|t| &t[..])
+                .filter(|t| p.matches(t, &mut bound))
+                .collect();
+        }
+        // A symbol the materialization never held: nothing matches.
+        Some(Ok(None)) => {}
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e),
     }
     let symbols = &view.symbols;
     let compare = |a: &&[Value], b: &&[Value]| {

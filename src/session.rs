@@ -1,7 +1,8 @@
 //! `dynalog session PROGRAM.dl [-F FACT_DIR] [-w N] [--engine NAME] [--quiet] [--changes FILE]`
 //!
 //! Loads the program and its `.input` facts, commits them as transaction 0, then reads
-//! commands from standard input, one per line (see [`HELP`]). Facts and rules are
+//! commands from standard input, one per line, and runs them with
+//! [`dynalog::live::protocol`] (see its `HELP`). Facts and rules are
 //! staged and applied together by `commit`, which prints every change of the
 //! `.output` relations (of every relation when the program declares none) as
 //! `+ fact.` / `- fact.`, sorted, then `commit N: +A -B in T ms`.
@@ -21,8 +22,8 @@
 //! is `-H` (timely's `-h`), so that `-h` is help, as everywhere.
 
 use clap::Args;
-use dynalog::live::{Commit, LoadPolicy, Materialization};
-use dynalog_engines::Change;
+use dynalog::live::protocol::{self, Flow, summary};
+use dynalog::live::{LoadPolicy, Materialization};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -120,7 +121,8 @@ impl LiveArgs {
                     snapshot_every: self.snapshot_every,
                     ..Default::default()
                 };
-                let (d, state) = dynalog::durable::DataDir::open(dir, &text, options)?;
+                let (d, state) = dynalog::durable::DataDir::open(dir, &text, options)
+                    .map_err(|e| e.to_string())?;
                 let last = state.as_ref().and_then(|s| s.last_commit);
                 m.attach_data_dir(d, state)
                     .map_err(|e| format!("error: `{}`: {e}", dir.display()))?;
@@ -216,23 +218,6 @@ pub struct SessionArgs {
     pub changes: Option<PathBuf>,
 }
 
-/// The commands, as `help` prints them.
-pub const HELP: &str = "\
-+ FACT.              stage an insertion, e.g. `+ edge(1, 2).`
-- FACT.              stage a deletion
-+ RULE.              stage adding a rule, e.g. `+ path(x, z) :- path(x, y), edge(y, z).`
-- RULE.              stage removing a rule (matched ignoring layout and variable names)
-load REL FILE        stage inserting every fact of FILE (in REL's .input format)
-unload REL FILE      stage deleting every fact of FILE
-commit               apply what is staged; print the changes and a summary
-abort                discard what is staged
-? PATTERN.           facts matching a pattern, e.g. `? path(1, x).`
-size REL             number of facts of REL
-dump REL             every fact of REL
-rules                the current rules
-help                 this list
-quit                 stop (so does the end of the input)";
-
 pub fn session(args: SessionArgs) -> Result<(), String> {
     let Some(mut m) = args.live.open_or_follow()? else {
         return Ok(());
@@ -298,7 +283,11 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
                 continue;
             }
         };
-        match command(&mut m, &line, &args, &mut *changes_out, &mut out) {
+        let options = protocol::Options {
+            fact_dir: &args.live.fact_dir,
+            quiet: args.quiet,
+        };
+        match protocol::command(&mut m, &line, &options, &mut *changes_out, &mut out) {
             Ok(Flow::Continue) => {}
             Ok(Flow::Quit) => break,
             Err(reason) => {
@@ -325,11 +314,6 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-enum Flow {
-    Continue,
-    Quit,
 }
 
 /// The longest command line read (a longer one is an error for that line only).
@@ -398,128 +382,6 @@ fn read_line<'a>(
                 .count()
                 + 1
         ))),
-    }
-}
-
-/// Run one command line. An `Err` is the reason the line was refused.
-fn command(
-    m: &mut Materialization,
-    line: &str,
-    args: &SessionArgs,
-    changes_out: &mut dyn Write,
-    out: &mut dyn Write,
-) -> Result<Flow, String> {
-    let io = |e: std::io::Error| format!("cannot write the output: {e}");
-    let trimmed = line.trim();
-    if trimmed.is_empty() || trimmed.starts_with("//") || trimmed.starts_with('#') {
-        return Ok(Flow::Continue);
-    }
-    let (word, rest) = match trimmed.find(char::is_whitespace) {
-        Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
-        None => (trimmed, ""),
-    };
-    if m.stage_command(line, &args.live.fact_dir)
-        .map_err(|e| e.to_string())?
-    {
-        return Ok(Flow::Continue);
-    }
-    match word {
-        "commit" => {
-            no_args(word, rest)?;
-            let c = m
-                .commit()
-                .map_err(|e| format!("commit refused: {}", e.message))?;
-            let shown = m.shown_changes(&c.changes);
-            if !args.quiet {
-                for l in m.render_changes(&shown) {
-                    writeln!(changes_out, "{l}").map_err(io)?;
-                }
-                changes_out.flush().map_err(io)?;
-            }
-            writeln!(out, "{}", summary(&c, &shown)).map_err(io)?;
-        }
-        "abort" => {
-            no_args(word, rest)?;
-            m.abort();
-            writeln!(out, "aborted").map_err(io)?;
-        }
-        "?" => {
-            if rest.is_empty() {
-                return Err("expected a pattern after `?`, such as `? path(1, x).`".into());
-            }
-            let rows = m.query(rest).map_err(|e| match e.position {
-                // Columns count from the start of the line.
-                Some((1, col)) => {
-                    let start = rest.as_ptr() as usize - line.as_ptr() as usize;
-                    format!("column {}: {}", col + start, e.message)
-                }
-                _ => e.message,
-            })?;
-            for (r, t) in &rows {
-                writeln!(out, "{}", m.render(*r, t)).map_err(io)?;
-            }
-            writeln!(out, "{} result{}", rows.len(), plural(rows.len())).map_err(io)?;
-        }
-        "size" => {
-            let rel = one_arg(word, rest)?;
-            let n = m
-                .len(rel)
-                .ok_or_else(|| format!("unknown relation `{rel}`"))?;
-            writeln!(out, "{n}").map_err(io)?;
-        }
-        "dump" => {
-            let rel = one_arg(word, rest)?;
-            let rows = m.dump(rel).map_err(|e| e.message)?;
-            for (r, t) in &rows {
-                writeln!(out, "{}", m.render(*r, t)).map_err(io)?;
-            }
-        }
-        "rules" => {
-            no_args(word, rest)?;
-            for r in m.rules() {
-                writeln!(out, "{r}").map_err(io)?;
-            }
-        }
-        "help" => writeln!(out, "{HELP}").map_err(io)?,
-        "quit" | "exit" => {
-            no_args(word, rest)?;
-            return Ok(Flow::Quit);
-        }
-        other => {
-            return Err(format!(
-                "unknown command `{other}` (commands: + - load unload commit abort ? size dump rules help quit)"
-            ));
-        }
-    }
-    Ok(Flow::Continue)
-}
-
-fn summary(c: &Commit, shown: &[Change]) -> String {
-    let (ins, del) = Commit::counts(shown);
-    format!(
-        "commit {}: +{ins} -{del} in {:.1} ms",
-        c.number,
-        c.elapsed.as_secs_f64() * 1e3
-    )
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-fn no_args(word: &str, rest: &str) -> Result<(), String> {
-    if rest.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("`{word}` takes no argument"))
-    }
-}
-
-fn one_arg<'a>(word: &str, rest: &'a str) -> Result<&'a str, String> {
-    let mut parts = rest.split_whitespace();
-    match (parts.next(), parts.next()) {
-        (Some(a), None) => Ok(a),
-        _ => Err(format!("usage: {word} RELATION")),
     }
 }
 

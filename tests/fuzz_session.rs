@@ -76,8 +76,8 @@ fn run_session(engine: &'static str, lines: Vec<String>) -> Result<(), TestCaseE
             match m.stage_command(line, dir) {
                 Ok(_) => {}
                 Err(e) => {
-                    prop_assert!(!e.message.is_empty());
-                    if let Some((l, c)) = e.position {
+                    prop_assert!(!e.message().is_empty());
+                    if let Some((l, c)) = e.position() {
                         prop_assert_eq!(l, 1, "{}", e);
                         prop_assert!(
                             c >= 1 && c <= line.chars().count() + 2,

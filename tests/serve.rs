@@ -288,3 +288,46 @@ fn a_thousand_single_fact_transactions_end_in_the_reference_state() {
         assert!(want.len() > 50, "{rel}: a state worth comparing");
     }
 }
+
+#[test]
+fn rules_are_a_set_through_transactions() {
+    let server = start(&[
+        "examples/tc.dl",
+        "-F",
+        "examples/tc",
+        "--engine",
+        "seminaive",
+    ]);
+    let (_, body) = request(&server, "GET", "/rules", "");
+    let rules = json(&body)["rules"].clone();
+    // A rule the program has (other variable names): a no-op that says so.
+    let (status, body) = request(
+        &server,
+        "POST",
+        "/transactions",
+        "+ path(a, c) :- path(a, b), edge(b, c).\n",
+    );
+    assert_eq!(status, 200, "{body}");
+    let j = json(&body);
+    assert_eq!(
+        (j["inserted"].as_u64(), j["deleted"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(
+        j["already_present"],
+        serde_json::json!(["path(a, c) :- path(a, b), edge(b, c)."])
+    );
+    let (_, body) = request(&server, "GET", "/rules", "");
+    assert_eq!(json(&body)["rules"], rules);
+    // One removal removes it.
+    let (status, body) = request(
+        &server,
+        "POST",
+        "/transactions",
+        "- path(x, z) :- path(x, y), edge(y, z).\n",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(json(&body).get("already_present").is_none(), "{body}");
+    let (_, body) = request(&server, "GET", "/rules", "");
+    assert_eq!(json(&body)["rules"].as_array().map(Vec::len), Some(1));
+}

@@ -1,0 +1,983 @@
+//! The materialization: staging facts and rules, committing them as transactions
+//! (with the data folder's log and the limits), and reading the result
+//! ([`query`]: patterns, sizes, rules; [`render`]: facts as text). Files are read by
+//! [`load`].
+
+mod load;
+mod query;
+mod render;
+
+use load::split2;
+pub use load::{LoadPolicy, resolve_load};
+pub use render::quote;
+
+use crate::durable::{DataDir, Record, State};
+use crate::error::LiveError;
+use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
+use dynalog_engines::diff::{Cluster, Diff, Follower};
+use dynalog_engines::{Change, Engine, Limits};
+use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What one commit did.
+#[derive(Clone, Debug)]
+pub struct Commit {
+    /// Commits are numbered from 0 (the first, which usually loads the inputs).
+    pub number: u64,
+    /// Every change of every relation, sorted (relation name, then values in the order
+    /// a user reads them, deletions before insertions of the same fact).
+    pub changes: Vec<Change>,
+    pub elapsed: Duration,
+}
+
+impl Commit {
+    /// Counts of insertions and deletions among `changes`.
+    pub fn counts(changes: &[Change]) -> (usize, usize) {
+        let ins = changes.iter().filter(|c| c.2 > 0).count();
+        (ins, changes.len() - ins)
+    }
+}
+
+/// What [`Materialization::add_new_rules`] staged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedRules {
+    /// Items staged (rules, declarations, inline facts).
+    pub staged: usize,
+    /// The rules given that the program (or the transaction) already had, as written
+    /// in the text given: they were not added again.
+    pub present: Vec<String>,
+}
+
+/// What [`Materialization::stage`] did with a command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Staged {
+    /// The change is staged.
+    Change,
+    /// A `+ RULE.` line whose rules (these, as written in the line) the program already
+    /// has: they are not added again (the line's other items, if any, are staged).
+    RulesPresent(Vec<String>),
+}
+
+/// A staged fact change: insert?, relation, values.
+type StagedFact = (bool, RelId, Vec<Value>);
+
+/// A live materialization. See the [crate documentation](crate).
+pub struct Materialization {
+    /// Name of the program (its file), used in diagnostics.
+    name: String,
+    /// The text of the committed program: the original file, rules removed since
+    /// blanked out (offsets and lines kept), rules added since appended.
+    text: String,
+    /// The program text of the transaction being staged, if it changes rules.
+    pending_text: Option<String>,
+    symbols: SymbolTable,
+    engine: Box<dyn Engine>,
+    staged: Vec<StagedFact>,
+    commits: u64,
+    /// RDF files loaded so far, numbered for their blank nodes.
+    rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
+    /// Where `load`/`unload` commands may read files.
+    load_policy: LoadPolicy,
+    /// Symbols of the committed state; later ones belong to the staged transaction and
+    /// are forgotten when it is aborted or refused (and those of a refused line or of a
+    /// query at once), so refused input never grows the symbol table.
+    committed_symbols: usize,
+    /// The data folder every commit is logged to (see [`crate::durable`]).
+    durable: Option<DataDir>,
+    /// Random per process start, or the data folder's.
+    instance: String,
+    /// Base-fact changes the engine staged itself (the first program's inline facts)
+    /// that no commit logged yet.
+    unlogged_inline: Vec<StagedFact>,
+    /// RDF file numbers below this one are logged.
+    rdf_logged: u32,
+    /// The next commit rebuilds a recovered state: it is not logged.
+    recovering: bool,
+    /// Limits of the commits after the first ([`Materialization::set_limits`]).
+    limits: Limits,
+}
+
+impl Materialization {
+    /// Parse and check `text` and start `engine` (a name of
+    /// [`dynalog_engines::ENGINE_NAMES`]) with `workers` workers. The program's inline
+    /// facts are staged: the first commit materializes them.
+    pub fn new(
+        name: &str,
+        text: &str,
+        engine: &str,
+        workers: usize,
+    ) -> Result<Materialization, LiveError> {
+        Materialization::with_engine(name, text, |program| {
+            dynalog_engines::create(engine, program, workers.max(1))
+        })
+    }
+
+    /// [`Materialization::new`] with the differential engine as process 0 of a
+    /// cluster (see [`dynalog_engines::diff::Diff::lead`]): the other processes run
+    /// [`follow`] with the same program; this one alone stages and commits, and sees
+    /// the whole materialization.
+    pub fn lead(
+        name: &str,
+        text: &str,
+        workers: usize,
+        cluster: Cluster,
+    ) -> Result<Materialization, LiveError> {
+        Materialization::with_engine(name, text, |program| {
+            let engine = Diff::lead(program, workers.max(1), cluster).map_err(|e| e.to_string())?;
+            Ok(Box::new(engine))
+        })
+    }
+
+    fn with_engine(
+        name: &str,
+        text: &str,
+        start: impl FnOnce(Program) -> Result<Box<dyn Engine>, String>,
+    ) -> Result<Materialization, LiveError> {
+        let program = check_text(name, text)?;
+        let symbols = program.symbols.clone();
+        let unlogged_inline = program
+            .facts
+            .iter()
+            .map(|(r, t)| (true, *r, t.clone()))
+            .collect();
+        let mut engine = start(program).map_err(LiveError::Engine)?;
+        engine.track_changes(true);
+        Ok(Materialization {
+            name: name.to_string(),
+            text: text.to_string(),
+            pending_text: None,
+            symbols,
+            engine,
+            staged: Vec::new(),
+            commits: 0,
+            rdf_files: Default::default(),
+            load_policy: LoadPolicy::default(),
+            committed_symbols: 0,
+            durable: None,
+            instance: crate::durable::random_id(),
+            unlogged_inline,
+            rdf_logged: 0,
+            recovering: false,
+            limits: Limits::NONE,
+        })
+    }
+
+    /// Log every commit to a data folder from now on (see [`crate::durable`]), and, if
+    /// it holds a `state` ([`DataDir::open`] returns it), rebuild that state: its
+    /// program and base facts are staged, and the next commit applies them, is not
+    /// logged, and takes the number of the last logged commit, so the commit after it
+    /// continues the numbering. Call it before the first commit, with nothing staged
+    /// (a recovered state replaces the program's `.input` files: do not stage them).
+    /// The instance id becomes the folder's.
+    pub fn attach_data_dir(&mut self, dir: DataDir, state: Option<State>) -> Result<(), LiveError> {
+        if self.commits > 0 || self.has_staged() {
+            return Err(LiveError::Invalid(
+                "a data folder is attached before the first commit, with nothing staged".into(),
+            ));
+        }
+        self.instance = dir.instance_id().to_string();
+        if let Some(state) = state {
+            self.restore(&state)?;
+        }
+        self.durable = Some(dir);
+        Ok(())
+    }
+
+    fn restore(&mut self, state: &State) -> Result<(), LiveError> {
+        use crate::durable::StoredValue;
+        let Some(last) = state.last_commit else {
+            return Ok(());
+        };
+        let target = if state.program != self.text {
+            let p = self.check_program(&state.program).map_err(|e| {
+                LiveError::Recovery(format!(
+                    "the recovered program does not check: {}",
+                    e.message()
+                ))
+            })?;
+            self.pending_text = Some(state.program.clone());
+            p
+        } else {
+            self.program().clone()
+        };
+        // The base facts become exactly the recovered ones: the target program's
+        // inline facts out, the recovered facts in (engines apply staged changes in order).
+        for (r, t) in &target.facts {
+            self.staged.push((false, *r, t.clone()));
+        }
+        for (name, set) in &state.facts {
+            let rel = target.relation_id(name).ok_or_else(|| {
+                LiveError::Recovery(format!(
+                    "the data folder holds facts of `{name}`, which the program does not declare"
+                ))
+            })?;
+            let types = target.relation(rel).types.clone();
+            for values in set {
+                if values.len() != types.len() {
+                    return Err(LiveError::Recovery(format!(
+                        "the data folder holds a fact of `{name}` with {} values instead of {}",
+                        values.len(),
+                        types.len()
+                    )));
+                }
+                let mut tuple = Vec::with_capacity(values.len());
+                for (v, t) in values.iter().zip(&types) {
+                    tuple.push(match (v, *t == Type::Symbol) {
+                        (StoredValue::Symbol(s), true) => self.symbols.intern(s),
+                        (StoredValue::Bits(b), false) => *b,
+                        _ => {
+                            return Err(LiveError::Recovery(format!(
+                                "the data folder holds a fact of `{name}` whose types differ from its declaration"
+                            )));
+                        }
+                    });
+                }
+                self.staged.push((true, rel, tuple));
+            }
+        }
+        for (path, id) in &state.rdf_files {
+            self.rdf_files.insert(std::path::PathBuf::from(path), *id);
+        }
+        self.rdf_logged = self.rdf_files.len() as u32;
+        self.commits = last;
+        self.recovering = true;
+        Ok(())
+    }
+
+    /// The instance id: the data folder's (fixed when it was created), or random per
+    /// process start without one. With the commit number it names a state: followers
+    /// of the changes can tell a restart without a data folder from one with.
+    pub fn instance_id(&self) -> &str {
+        &self.instance
+    }
+
+    /// The data folder, if commits are logged.
+    pub fn data_dir(&self) -> Option<&DataDir> {
+        self.durable.as_ref()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn data_dir_mut(&mut self) -> Option<&mut DataDir> {
+        self.durable.as_mut()
+    }
+
+    /// Take a snapshot of the data folder now (dropping the materialization takes one
+    /// too). Nothing happens without a data folder.
+    pub fn snapshot(&mut self) -> Result<(), LiveError> {
+        match &mut self.durable {
+            Some(d) => d.snapshot().map_err(LiveError::Durable),
+            None => Ok(()),
+        }
+    }
+
+    /// The program as of the last commit.
+    pub fn program(&self) -> &Program {
+        self.engine.program()
+    }
+
+    /// The symbol table (a superset of the program's: facts staged since may add symbols).
+    pub fn symbols(&self) -> &SymbolTable {
+        &self.symbols
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Number of commits made so far.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
+    fn relation_id(&self, name: &str) -> Result<RelId, LiveError> {
+        self.program()
+            .relation_id(name)
+            .ok_or_else(|| LiveError::Invalid(format!("unknown relation `{name}`")))
+    }
+
+    /// Stage the insertion of a fact given with interned values.
+    pub fn insert(&mut self, relation: RelId, tuple: &[Value]) {
+        self.staged.push((true, relation, tuple.to_vec()));
+    }
+
+    /// Stage the deletion of a base fact given with interned values.
+    pub fn remove(&mut self, relation: RelId, tuple: &[Value]) {
+        self.staged.push((false, relation, tuple.to_vec()));
+    }
+
+    /// Parse one fact written in Datalog (`edge(1, "a").`; the final `.` may be left
+    /// out), checking it against the relation's declaration.
+    pub fn parse_fact(&mut self, text: &str) -> Result<(RelId, Vec<Value>), LiveError> {
+        let text = with_period(text);
+        let file = SourceFile::new("<fact>", text);
+        let ast = dynalog_syntax::parse(&file).map_err(LiveError::Parse)?;
+        let rule = match &ast.items[..] {
+            [Item::Rule(rule)] => rule,
+            _ => {
+                return Err(LiveError::Invalid(
+                    "expected one fact, such as `edge(1, 2).`".into(),
+                ));
+            }
+        };
+        let program = self.engine.program();
+        let before = self.symbols.len();
+        dynalog_analysis::lower_fact(&file, program, &mut self.symbols, rule).map_err(|d| {
+            self.symbols.truncate(before);
+            LiveError::Parse(d)
+        })
+    }
+
+    /// Stage the insertion of a fact written in Datalog.
+    pub fn insert_fact(&mut self, text: &str) -> Result<(), LiveError> {
+        let (rel, tuple) = self.parse_fact(text)?;
+        self.staged.push((true, rel, tuple));
+        Ok(())
+    }
+
+    /// Stage the deletion of a fact written in Datalog (a no-op at commit if it is not
+    /// a base fact then).
+    pub fn remove_fact(&mut self, text: &str) -> Result<(), LiveError> {
+        let (rel, tuple) = self.parse_fact(text)?;
+        self.staged.push((false, rel, tuple));
+        Ok(())
+    }
+
+    /// Stage rules (and declarations or inline facts) written in the program's
+    /// language, appended to the program. Syntax errors are reported now, positioned in
+    /// `text`; whether the resulting program checks is decided at commit.
+    ///
+    /// The rules of a program form a set: a rule already in the program (or staged in
+    /// this transaction), matched as [`Materialization::remove_rules`] matches (whatever
+    /// the layout, syntax and variable names), is not added again, and neither is a rule
+    /// that `text` gives twice; [`Materialization::add_new_rules`] says which. Returns
+    /// the number of items staged (0 if every rule was there already).
+    pub fn add_rules(&mut self, text: &str) -> Result<usize, LiveError> {
+        Ok(self.add_new_rules(text)?.staged)
+    }
+
+    /// [`Materialization::add_rules`], with the rules that were already in the program.
+    pub fn add_new_rules(&mut self, text: &str) -> Result<AddedRules, LiveError> {
+        let text = with_period(text);
+        let file = SourceFile::new("<rules>", text.clone());
+        let ast = dynalog_syntax::parse(&file).map_err(LiveError::Parse)?;
+        if ast.items.is_empty() {
+            return Err(LiveError::Invalid("no rule given".into()));
+        }
+        let (_, rules) = self.current_rules()?;
+        let mut known: std::collections::HashSet<String> =
+            rules.into_iter().map(|(c, _)| c).collect();
+        let mut present = Vec::new();
+        let mut bytes = text.clone().into_bytes();
+        for item in &ast.items {
+            if let Item::Rule(r) = item
+                && !r.body.is_empty()
+                && !known.insert(r.canonical())
+            {
+                present.push(
+                    text[r.span.start as usize..r.span.end as usize]
+                        .trim()
+                        .to_string(),
+                );
+                blank(&mut bytes, r.span);
+            }
+        }
+        let staged = ast.items.len() - present.len();
+        if staged > 0 {
+            let pending = self.pending_text.get_or_insert_with(|| self.text.clone());
+            if !pending.ends_with('\n') {
+                pending.push('\n');
+            }
+            pending.push_str(&String::from_utf8_lossy(&bytes));
+            pending.push('\n');
+        }
+        Ok(AddedRules { staged, present })
+    }
+
+    /// The program text as staged (the committed one if no rule change is staged) and
+    /// its rules, each normalised ([`dynalog_syntax::ast::Rule::canonical`]) with its span.
+    fn current_rules(&self) -> Result<(String, Vec<(String, Span)>), LiveError> {
+        let current = self
+            .pending_text
+            .clone()
+            .unwrap_or_else(|| self.text.clone());
+        let program_file = SourceFile::new(self.name.clone(), current.clone());
+        let program_ast = dynalog_syntax::parse(&program_file)
+            .map_err(|d| LiveError::Rules(format!("the program no longer parses: {d}")))?;
+        let rules = program_ast
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Rule(r) if !r.body.is_empty() => Some((r.canonical(), r.span)),
+                _ => None,
+            })
+            .collect();
+        Ok((current, rules))
+    }
+
+    /// Stage the removal of rules: each rule of `text` must match a rule of the
+    /// program (including rules staged in this transaction) after normalising
+    /// whitespace, syntax and variable names. Nothing is staged if one does not match.
+    /// The rules are a set: a rule is removed once, whatever the number of times `text`
+    /// gives it (and every copy of it goes, if the program file wrote it twice).
+    /// Returns the number of rules removed.
+    pub fn remove_rules(&mut self, text: &str) -> Result<usize, LiveError> {
+        let text = with_period(text);
+        let file = SourceFile::new("<rules>", text);
+        let ast = dynalog_syntax::parse(&file).map_err(LiveError::Parse)?;
+        let mut wanted = Vec::new();
+        for item in &ast.items {
+            match item {
+                Item::Rule(r) if !r.body.is_empty() => wanted.push((r.canonical(), r.span)),
+                other => {
+                    let span = item_span(other);
+                    let d = Diagnostic::at(&file, span, "only rules can be removed this way");
+                    return Err(LiveError::Parse(d));
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return Err(LiveError::Invalid("no rule given".into()));
+        }
+        let (current, rules) = self.current_rules()?;
+        let mut spans: Vec<Span> = Vec::new();
+        for (canonical, span) in &wanted {
+            let mut found = false;
+            for (_, s) in rules.iter().filter(|(c, _)| c == canonical) {
+                found = true;
+                if !spans.contains(s) {
+                    spans.push(*s);
+                }
+            }
+            if !found {
+                let d = Diagnostic::at(&file, *span, "no such rule in the program");
+                return Err(LiveError::Parse(d));
+            }
+        }
+        let mut bytes = current.into_bytes();
+        for s in &spans {
+            blank(&mut bytes, *s);
+        }
+        // Only ASCII bytes of a rule were replaced by spaces, except inside multi-byte
+        // characters, which a span boundary never splits; turn lossy just in case.
+        self.pending_text = Some(String::from_utf8_lossy(&bytes).into_owned());
+        Ok(spans.len())
+    }
+
+    /// Stage one change written as a command line of `dynalog session`: `+ FACT.`,
+    /// `- FACT.`, `+ RULE.`, `- RULE.`, `load REL FILE`, `unload REL FILE` (FILE is a
+    /// regular file under `dir`, or under the directories of
+    /// [`Materialization::set_load_policy`]; see [`resolve_load`]; errors about its
+    /// lines never quote them). Returns
+    /// `Ok(false)` if the line is not such a command; error positions are columns of
+    /// `line`. A refused line stages nothing. [`Materialization::stage`] also says when
+    /// a `+ RULE.` line was already in the program.
+    pub fn stage_command(&mut self, line: &str, dir: &Path) -> Result<bool, LiveError> {
+        Ok(self.stage(line, dir)?.is_some())
+    }
+
+    /// [`Materialization::stage_command`], saying what was staged: `Ok(None)` if the
+    /// line is not such a command.
+    pub fn stage(&mut self, line: &str, dir: &Path) -> Result<Option<Staged>, LiveError> {
+        let trimmed = line.trim();
+        let (word, rest) = match trimmed.find(char::is_whitespace) {
+            Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
+            None => (trimmed, ""),
+        };
+        let start = line.len() - line.trim_start().len() + (trimmed.len() - rest.len());
+        let located = |mut e: LiveError| {
+            if let LiveError::Parse(d) = &mut e
+                && d.line == 1
+            {
+                d.col += start;
+            }
+            e
+        };
+        match word {
+            "+" | "-" => {
+                if rest.is_empty() {
+                    return Err(LiveError::Invalid(format!(
+                        "expected a fact or a rule after `{word}`"
+                    )));
+                }
+                let insert = word == "+";
+                let r = match (is_rule(rest), insert) {
+                    (true, true) => self.add_new_rules(rest).map(|added| {
+                        if added.present.is_empty() {
+                            Staged::Change
+                        } else {
+                            Staged::RulesPresent(added.present)
+                        }
+                    }),
+                    (true, false) => self.remove_rules(rest).map(|_| Staged::Change),
+                    (false, true) => self.insert_fact(rest).map(|_| Staged::Change),
+                    (false, false) => self.remove_fact(rest).map(|_| Staged::Change),
+                };
+                return r.map(Some).map_err(located);
+            }
+            "load" | "unload" => {
+                let (rel, file) = split2(rest)
+                    .ok_or_else(|| LiveError::Invalid(format!("usage: {word} RELATION FILE")))?;
+                let path = match &self.load_policy {
+                    LoadPolicy::FactDir => resolve_load(&[dir], file),
+                    LoadPolicy::Dirs(dirs) => {
+                        resolve_load(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>(), file)
+                    }
+                    LoadPolicy::Deny => resolve_load(&[], file),
+                }?;
+                self.stage_file_as(rel, &path, word == "load", Some(file))?;
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(Staged::Change))
+    }
+
+    /// Bound every commit after the first (which loads the inputs): see [`Limits`]. A
+    /// commit over a limit is refused and rolled back. `Err` if the engine cannot
+    /// enforce limits (the differential engine over several processes).
+    pub fn set_limits(&mut self, limits: Limits) -> Result<(), LiveError> {
+        self.engine.set_limits(limits).map_err(LiveError::Engine)?;
+        self.limits = limits;
+        Ok(())
+    }
+
+    /// The limits set by [`Materialization::set_limits`].
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Why the materialization can no longer be used, once its engine failed (a worker
+    /// failed, a process of its cluster was lost or stopped answering): every commit
+    /// then returns this error. `None` while it works.
+    pub fn failed(&self) -> Option<String> {
+        self.engine.failed()
+    }
+
+    /// Whether a transaction is being staged.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty() || self.pending_text.is_some()
+    }
+
+    /// Discard everything staged since the last commit.
+    pub fn abort(&mut self) {
+        self.staged.clear();
+        self.pending_text = None;
+        self.symbols.truncate(self.committed_symbols);
+    }
+
+    /// Apply everything staged as one transaction. If the staged rule changes make a
+    /// program that does not check, the commit is refused with the reason and the
+    /// whole transaction is discarded.
+    pub fn commit(&mut self) -> Result<Commit, LiveError> {
+        let started = Instant::now();
+        // The first transaction (loading the inputs) is not limited, and neither is
+        // the one that rebuilds a recovered state: both are what was already accepted.
+        let limits = if self.commits == 0 || self.recovering {
+            Limits::NONE
+        } else {
+            self.limits
+        };
+        self.engine
+            .set_limits(limits)
+            .map_err(LiveError::Unsupported)?;
+        // A commit refused over a limit restores the text.
+        let previous = self.pending_text.as_ref().map(|_| self.text.clone());
+        let next = match self.pending_text.take() {
+            Some(text) => match self.check_program(&text) {
+                Ok(p) => Some((text, p)),
+                Err(e) => {
+                    self.staged.clear();
+                    self.symbols.truncate(self.committed_symbols);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        // Log first: a commit is applied only once it is on disk.
+        let creation_inline = std::mem::take(&mut self.unlogged_inline);
+        let logged = if self.durable.is_none() || self.recovering {
+            false
+        } else {
+            let record = self.record(next.as_ref(), &creation_inline);
+            let appended = match &mut self.durable {
+                Some(d) => d.append(&record),
+                None => Ok(()),
+            };
+            if let Err(e) = appended {
+                self.staged.clear();
+                self.symbols.truncate(self.committed_symbols);
+                self.unlogged_inline = creation_inline;
+                return Err(LiveError::Unlogged(e));
+            }
+            self.rdf_logged = self.rdf_files.len() as u32;
+            true
+        };
+        if let Some((text, next)) = next {
+            self.symbols = next.symbols.clone();
+            self.engine.set_program(next);
+            self.text = text;
+        }
+        for (insert, rel, tuple) in self.staged.drain(..) {
+            if insert {
+                self.engine.insert(rel, &tuple);
+            } else {
+                self.engine.remove(rel, &tuple);
+            }
+        }
+        if let Err(e) = self.engine.commit() {
+            if logged && let Some(d) = &mut self.durable {
+                d.undo_last();
+            }
+            if let Some(limit) = e.limit {
+                if let Some(text) = previous {
+                    self.text = text;
+                }
+                self.symbols.truncate(self.committed_symbols);
+                return Err(LiveError::Limit(limit));
+            }
+            return Err(LiveError::EngineFailed(e.to_string()));
+        }
+        self.committed_symbols = self.symbols.len();
+        let mut changes = self.engine.last_changes().to_vec();
+        self.sort_changes(&mut changes);
+        let number = self.commits;
+        self.commits += 1;
+        self.recovering = false;
+        if logged && let Some(d) = &mut self.durable {
+            d.maybe_snapshot();
+        }
+        Ok(Commit {
+            number,
+            changes,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// The log record of the transaction being committed: the inline facts the engine
+    /// stages itself (at creation, and for a new program), then the staged facts.
+    fn record(&self, next: Option<&(String, Program)>, creation_inline: &[StagedFact]) -> Record {
+        use crate::durable::{FactChange, ProgramChange, StoredValue};
+        let program = next.map_or(self.program(), |(_, p)| p);
+        let symbols = next.map_or(&self.symbols, |(_, p)| &p.symbols);
+        let inline = next.map(|(_, p)| dynalog_engines::inline_fact_changes(self.program(), p));
+        let old = self.program();
+        let stored = |(insert, rel, tuple): &StagedFact| {
+            // Ids are stable across programs; a relation the new program dropped is
+            // named by the old one.
+            let r = program
+                .relations
+                .get(*rel as usize)
+                .or_else(|| old.relations.get(*rel as usize))?;
+            Some(FactChange {
+                insert: *insert,
+                relation: r.name.clone(),
+                values: tuple
+                    .iter()
+                    .zip(&r.types)
+                    .map(|(&v, t)| match t {
+                        Type::Symbol => StoredValue::Symbol(symbols.resolve(v).to_string()),
+                        _ => StoredValue::Bits(v),
+                    })
+                    .collect(),
+            })
+        };
+        let mut rdf_files: Vec<(String, u32)> = self
+            .rdf_files
+            .iter()
+            .filter(|(_, id)| **id >= self.rdf_logged)
+            .map(|(p, id)| (p.to_string_lossy().into_owned(), *id))
+            .collect();
+        rdf_files.sort_by_key(|(_, id)| *id);
+        Record {
+            commit: self.commits,
+            program: next.map(|(text, p)| ProgramChange {
+                text: text.clone(),
+                relations: p.relations.iter().map(|r| r.name.clone()).collect(),
+            }),
+            rdf_files,
+            facts: creation_inline
+                .iter()
+                .chain(inline.iter().flatten())
+                .chain(&self.staged)
+                .filter_map(stored)
+                .collect(),
+        }
+    }
+
+    /// Parse and check a new program text against the current program.
+    fn check_program(&self, text: &str) -> Result<Program, LiveError> {
+        let file = SourceFile::new(self.name.clone(), text.to_string());
+        let located = |d: Diagnostic| {
+            let what = d
+                .snippet
+                .as_ref()
+                .map(|(line, _, _)| format!(" (in `{}`)", line.trim()))
+                .unwrap_or_default();
+            LiveError::Rules(format!("{}{what}", d.message))
+        };
+        let ast = dynalog_syntax::parse(&file).map_err(located)?;
+        let next =
+            dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &Default::default())
+                .map_err(located)?;
+        self.engine.check_program(&next).map_err(LiveError::Rules)?;
+        Ok(next)
+    }
+}
+
+/// Whether the text after `+`/`-` is a rule (it has a body) rather than a fact.
+fn is_rule(text: &str) -> bool {
+    // `:-` and `<-` cannot occur in a fact outside a string literal.
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut prev = ' ';
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == '-' && (prev == ':' || prev == '<') {
+            return true;
+        }
+        prev = c;
+    }
+    false
+}
+
+/// Replace the bytes of `span` by spaces, keeping line breaks (so the lines and
+/// offsets of the rest of the text stay as they were).
+fn blank(bytes: &mut [u8], span: Span) {
+    for b in &mut bytes[span.start as usize..span.end as usize] {
+        if *b != b'\n' {
+            *b = b' ';
+        }
+    }
+}
+
+/// `text` ending with a period (a fact or rule typed without one).
+pub(crate) fn with_period(text: &str) -> String {
+    let t = text.trim_end();
+    if t.ends_with('.') || t.ends_with(']') || t.is_empty() {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
+}
+
+fn item_span(item: &Item) -> Span {
+    match item {
+        Item::Type(t) => t.span,
+        Item::Decl(d) => d.span,
+        Item::Directive(d) => d.span,
+        Item::Rule(r) => r.span,
+    }
+}
+
+/// Parse and check a program text.
+fn check_text(name: &str, text: &str) -> Result<Program, LiveError> {
+    let file = SourceFile::new(name, text.to_string());
+    let ast = dynalog_syntax::parse(&file).map_err(LiveError::Program)?;
+    dynalog_analysis::analyse(&file, &ast).map_err(LiveError::Program)
+}
+
+/// Join the cluster that process 0 leads with [`Materialization::lead`], as one of
+/// its other processes, for the program `text` (the one process 0 started with).
+/// Returns once every process is connected; [`Follower::wait`] then runs this
+/// process's share of every transaction until process 0 stops.
+pub fn follow(
+    name: &str,
+    text: &str,
+    workers: usize,
+    cluster: Cluster,
+) -> Result<Follower, LiveError> {
+    let program = check_text(name, text)?;
+    Diff::follow(&program, workers.max(1), cluster).map_err(|e| LiveError::Engine(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynalog_engines::LimitExceeded;
+
+    const TC: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
+                      .output path\npath(x, y) :- edge(x, y).\n\
+                      path(x, z) :- path(x, y), edge(y, z).\n";
+
+    pub(super) fn tc(engine: &str) -> Materialization {
+        let mut m = Materialization::new("tc.dl", TC, engine, 1).expect("checks");
+        for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 1)"] {
+            m.insert_fact(f).expect("a fact");
+        }
+        m.commit().expect("commits");
+        m
+    }
+
+    #[test]
+    fn syntax_errors_are_positioned_in_the_given_text() {
+        let mut m = tc("seminaive");
+        let e = m
+            .add_rules("path(x, y) :- edge(x y).")
+            .expect_err("bad syntax");
+        assert_eq!(e.position(), Some((1, 22)), "{e}");
+        let e = m.insert_fact("edge(1, \"a\")").expect_err("bad type");
+        assert_eq!(e.position(), Some((1, 9)), "{e}");
+        assert!(!m.has_staged(), "a refused line stages nothing");
+    }
+
+    #[test]
+    fn removing_a_rule_that_is_not_there_stages_nothing() {
+        let mut m = tc("seminaive");
+        let e = m
+            .remove_rules("path(x, y) :- edge(x, y). path(x, y) :- edge(y, x).")
+            .expect_err("second rule is not in the program");
+        assert_eq!(e.message(), "no such rule in the program");
+        assert!(!m.has_staged());
+    }
+
+    #[test]
+    fn rules_are_a_set() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = tc(engine);
+            let before = m.rules();
+            // Already in the program, whatever the variable names and layout: no-op.
+            let added = m
+                .add_new_rules("path(a,c) :- path(a, b), edge(b, c).")
+                .expect("parses");
+            assert_eq!(added.staged, 0);
+            assert_eq!(added.present, ["path(a,c) :- path(a, b), edge(b, c)."]);
+            assert!(!m.has_staged(), "nothing staged");
+            // A new rule given twice (and an old one) is added once.
+            let added = m
+                .add_new_rules(
+                    "path(x, x) :- edge(x, _). path(y, y) :- edge(y, _). \
+                     path(x, y) :- edge(x, y).",
+                )
+                .expect("parses");
+            assert_eq!(added.staged, 1, "{engine}");
+            assert_eq!(added.present.len(), 2);
+            // Staged in this transaction counts as present too.
+            assert_eq!(m.add_rules("path(z, z) :- edge(z, _).").ok(), Some(0));
+            m.commit().expect("commits");
+            assert_eq!(m.rules().len(), before.len() + 1, "{engine}");
+            // Removing it once removes it.
+            assert_eq!(m.remove_rules("path(u, u) :- edge(u, _).").ok(), Some(1));
+            m.commit().expect("commits");
+            assert_eq!(m.rules(), before, "{engine}");
+            assert!(m.remove_rules("path(u, u) :- edge(u, _).").is_err());
+            // The same rule twice in one removal is removed once.
+            assert_eq!(
+                m.remove_rules("path(a, b) :- edge(a, b). path(c, d) :- edge(c, d).")
+                    .ok(),
+                Some(1)
+            );
+            m.abort();
+        }
+    }
+
+    #[test]
+    fn a_rule_written_twice_in_the_program_file_goes_with_one_removal() {
+        let text = format!("{TC}path(x, y) :- edge(x, y).\n");
+        let mut m = Materialization::new("tc.dl", &text, "seminaive", 1).expect("checks");
+        m.commit().expect("commits");
+        assert_eq!(m.rules().len(), 3);
+        assert_eq!(m.remove_rules("path(a, b) :- edge(a, b).").ok(), Some(2));
+        m.commit().expect("commits");
+        assert_eq!(m.rules().len(), 1);
+    }
+
+    #[test]
+    fn a_commit_over_a_limit_is_refused_and_leaves_everything_as_it_was() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = Materialization::new("tc.dl", TC, engine, 1).expect("checks");
+            m.set_limits(Limits {
+                max_changes: Some(5),
+                max_time: None,
+            })
+            .expect("limits");
+            // The first transaction (the load) is not limited: 3 edges, 9 paths.
+            for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 1)"] {
+                m.insert_fact(f).expect("a fact");
+            }
+            m.commit().expect("the load is not limited");
+            let rules = m.rules();
+            // A new node reached from the cycle: 1 edge and 3 paths, within 5.
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            m.commit().expect("4 changes");
+            // A rule and a fact: 1 edge, `path(5, 1..5)`: over 5.
+            m.add_rules("path(x, x) :- edge(x, _).").expect("parses");
+            m.insert_fact("edge(5, 1)").expect("a fact");
+            let e = m.commit().expect_err("over the limit");
+            assert_eq!(e.limit(), Some(LimitExceeded::Changes(5)), "{engine}: {e}");
+            assert!(e.message().contains("--max-changes 5"), "{e}");
+            assert_eq!(m.rules(), rules, "{engine}");
+            assert_eq!(m.len("path"), Some(12), "{engine}");
+            assert_eq!(m.len("edge"), Some(4), "{engine}");
+            assert!(!m.has_staged());
+            // The next transaction works as if nothing happened (1 edge, 4 paths).
+            m.insert_fact("edge(4, 6)").expect("a fact");
+            let c = m.commit().expect("commits");
+            assert_eq!(c.number, 2, "refused commits are not numbered");
+            assert_eq!(m.len("path"), Some(16), "{engine}");
+        }
+    }
+
+    #[test]
+    fn a_refused_commit_keeps_the_previous_program_and_facts() {
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = tc(engine);
+            let before = m.rules();
+            m.remove_rules("path(x, y) :- edge(x, y).")
+                .expect("matches");
+            m.add_rules("path(x, y) :- edge(x, x).").expect("parses");
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            let e = m.commit().expect_err("unsafe rule");
+            assert!(e.message().contains("not grounded"), "{e}");
+            assert_eq!(m.rules(), before);
+            assert_eq!(m.len("path"), Some(9));
+            assert!(!m.contains_fact("edge(3, 4)").expect("a fact"));
+            assert!(!m.has_staged());
+            // The next transaction works as if nothing happened.
+            m.insert_fact("edge(3, 4)").expect("a fact");
+            let c = m.commit().expect("commits");
+            assert_eq!(c.number, 1, "refused commits are not numbered");
+            assert_eq!(m.len("path"), Some(12), "{engine}");
+        }
+    }
+
+    #[test]
+    fn refused_and_aborted_input_leaves_no_symbols_behind() {
+        let program = ".decl p(x: symbol, y: number)\n.output p\n";
+        let mut m = Materialization::new("p.dl", program, "seminaive", 1).expect("checks");
+        m.commit().expect("commits");
+        let base = m.symbols().len();
+        for i in 0..100 {
+            // A type error after a new symbol: the line is refused, the symbol forgotten.
+            assert!(m.insert_fact(&format!("p(\"s{i}\", \"t\")")).is_err());
+            assert!(
+                m.query(&format!("p(\"q{i}\", x)"))
+                    .expect("a pattern")
+                    .is_empty()
+            );
+            assert!(!m.contains_fact(&format!("p(\"c{i}\", 1)")).expect("a fact"));
+        }
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.insert_fact("p(\"dropped\", 1)").expect("a fact");
+        m.abort();
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.add_rules("p(x, 2) :- p(x, y), q(y).").expect("parses");
+        assert!(m.commit().is_err(), "q is not declared");
+        assert_eq!(m.symbols().len(), base);
+        m.insert_fact("p(\"kept\", 1)").expect("a fact");
+        m.commit().expect("commits");
+        assert_eq!(m.symbols().len(), base + 1);
+        let rows = m.query("p(\"kept\", x)").expect("a pattern");
+        assert_eq!(rows.len(), 1);
+    }
+}

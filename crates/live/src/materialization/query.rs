@@ -1,0 +1,82 @@
+//! Reading the materialization: its rules, sizes, facts and patterns.
+
+use super::Materialization;
+use crate::error::LiveError;
+use crate::pattern::Pattern;
+use dynalog_analysis::{RelId, Value};
+
+impl Materialization {
+    /// The current rules, as written.
+    pub fn rules(&self) -> Vec<String> {
+        self.program()
+            .rules
+            .iter()
+            .map(|r| r.text.clone())
+            .collect()
+    }
+
+    /// Number of facts of a relation, `None` for an unknown relation.
+    pub fn len(&self, relation: &str) -> Option<usize> {
+        self.program()
+            .relation_id(relation)
+            .map(|r| self.engine.len(r))
+    }
+
+    /// Whether the materialization holds a fact written in Datalog.
+    pub fn contains_fact(&mut self, text: &str) -> Result<bool, LiveError> {
+        let before = self.symbols.len();
+        let (rel, tuple) = self.parse_fact(text)?;
+        // A symbol met only here matches nothing; it need not be kept.
+        self.symbols.truncate(before);
+        Ok(self.engine.contains(rel, &tuple))
+    }
+
+    /// The facts of the current materialization that match a pattern such as
+    /// `path(1, x)` or `edge(_, "a")` (a repeated variable asks for equal columns; see
+    /// [`Pattern`]), sorted, with their relation.
+    pub fn query(&mut self, pattern: &str) -> Result<Vec<(RelId, Vec<Value>)>, LiveError> {
+        let before = self.symbols.len();
+        let lowered = Pattern::lower(pattern, self.engine.program(), &mut self.symbols);
+        // A symbol met only in the pattern matches nothing; it need not be kept.
+        self.symbols.truncate(before);
+        let pattern = lowered?;
+        let rel = pattern.relation();
+        let mut rows = Vec::new();
+        let mut bound = Vec::new();
+        self.engine.for_each_fact(rel, &mut |t| {
+            if pattern.matches(t, &mut bound) {
+                rows.push((rel, t.to_vec()));
+            }
+        });
+        self.sort_rows(&mut rows);
+        Ok(rows)
+    }
+
+    /// Every fact of a relation, sorted.
+    pub fn dump(&self, relation: &str) -> Result<Vec<(RelId, Vec<Value>)>, LiveError> {
+        let rel = self.relation_id(relation)?;
+        let mut rows = Vec::new();
+        self.engine
+            .for_each_fact(rel, &mut |t| rows.push((rel, t.to_vec())));
+        self.sort_rows(&mut rows);
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::tc;
+
+    #[test]
+    fn queries_match_constants_repeated_variables_and_wildcards() {
+        let mut m = tc("diff");
+        assert_eq!(m.query("path(x, x)").expect("pattern").len(), 3);
+        assert_eq!(m.query("path(1, _)").expect("pattern").len(), 3);
+        assert_eq!(m.query("path(1, 9)").expect("pattern").len(), 0);
+        let rows = m.query("path(2, y).").expect("pattern");
+        let shown: Vec<String> = rows.iter().map(|(r, t)| m.render(*r, t)).collect();
+        assert_eq!(shown, ["path(2, 1).", "path(2, 2).", "path(2, 3)."]);
+        assert!(m.query("nosuch(x)").is_err());
+        assert!(m.query("path(x, y) :- edge(x, y)").is_err());
+    }
+}

@@ -1,0 +1,106 @@
+//! Facts and changes as text (`path(1, "a").`, `+ fact.`), and the order users read
+//! them in.
+
+use super::Materialization;
+use dynalog_analysis::{RelId, Type, Value};
+use dynalog_engines::Change;
+use std::cmp::Ordering;
+
+impl Materialization {
+    /// Render a fact as Datalog: `path(1, "a").` (symbols quoted, numbers bare).
+    pub fn render(&self, relation: RelId, tuple: &[Value]) -> String {
+        let r = self.program().relation(relation);
+        let args: Vec<String> = tuple
+            .iter()
+            .zip(&r.types)
+            .map(|(&v, &t)| match t {
+                Type::Symbol => quote(self.symbols.resolve(v)),
+                _ => t.render(v, &self.symbols),
+            })
+            .collect();
+        format!("{}({}).", r.name, args.join(", "))
+    }
+
+    /// The changes users follow: those of the `.output` relations, or of every relation
+    /// when the program declares no output.
+    pub fn shown_changes(&self, changes: &[Change]) -> Vec<Change> {
+        let p = self.program();
+        let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
+        changes
+            .iter()
+            .filter(|(r, _, _)| {
+                !any_output
+                    || p.relations
+                        .get(*r as usize)
+                        .is_some_and(|rel| !rel.outputs.is_empty())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Render changes as `+ fact.` / `- fact.` lines.
+    pub fn render_changes(&self, changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .map(|(r, t, d)| format!("{} {}", if *d > 0 { '+' } else { '-' }, self.render(*r, t)))
+            .collect()
+    }
+
+    fn compare_rows(&self, (ra, a): (RelId, &[Value]), (rb, b): (RelId, &[Value])) -> Ordering {
+        let p = self.program();
+        let name = |r: RelId| p.relations.get(r as usize).map_or("", |x| x.name.as_str());
+        name(ra).cmp(name(rb)).then_with(|| {
+            let types = p
+                .relations
+                .get(ra as usize)
+                .map(|x| &x.types[..])
+                .unwrap_or(&[]);
+            for ((x, y), t) in a.iter().zip(b).zip(types) {
+                let o = t.compare(*x, *y, &self.symbols);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        })
+    }
+
+    pub(super) fn sort_rows(&self, rows: &mut [(RelId, Vec<Value>)]) {
+        rows.sort_by(|a, b| self.compare_rows((a.0, &a.1), (b.0, &b.1)));
+    }
+
+    pub(super) fn sort_changes(&self, changes: &mut [Change]) {
+        changes.sort_by(|a, b| {
+            self.compare_rows((a.0, &a.1), (b.0, &b.1))
+                .then(a.2.cmp(&b.2))
+        });
+    }
+}
+
+/// A symbol as a Datalog string literal.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_quoted_when_rendered() {
+        assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+    }
+}
