@@ -29,6 +29,7 @@ pub mod dred;
 pub mod relational;
 pub mod remat;
 pub mod seminaive;
+pub mod store;
 
 pub use seminaive::Seminaive;
 

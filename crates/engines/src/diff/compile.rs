@@ -9,6 +9,7 @@
 use dynalog_analysis::ir::eval_cmp;
 use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::sync::{Arc, RwLock};
 
 /// `key[0]` of a negated pattern: the pattern id with this bit set.
@@ -333,6 +334,64 @@ impl Shared {
                 TableEntry::Rule(id, rule) => append_at(&self.rules, *id, rule, "rule"),
             }
         }
+    }
+}
+
+/// The worker's cache of the shared rule and pattern tables. Ids are only ever appended,
+/// and an id reaches a worker's data only after the handle registered it, so a miss is
+/// served by refreshing the cache from the shared table.
+pub(crate) struct Tables {
+    pub(crate) shared: Arc<Shared>,
+    rules: RefCell<Vec<Arc<CompiledRule>>>,
+    patterns: RefCell<Vec<Arc<PatternSpec>>>,
+}
+
+impl Tables {
+    pub(crate) fn new(shared: Arc<Shared>) -> Tables {
+        Tables {
+            shared,
+            rules: RefCell::new(Vec::new()),
+            patterns: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
+        {
+            let rules = self.rules.borrow();
+            if let Some(rule) = rules.get(id as usize) {
+                return f(rule);
+            }
+        }
+        {
+            let shared = self.shared.rules.read().unwrap_or_else(|e| e.into_inner());
+            let mut rules = self.rules.borrow_mut();
+            let have = rules.len();
+            rules.extend(shared[have..].iter().cloned());
+        }
+        let rules = self.rules.borrow();
+        f(&rules[id as usize])
+    }
+
+    /// The spec of pattern `id`.
+    pub(crate) fn pattern(&self, id: u32) -> Arc<PatternSpec> {
+        {
+            let patterns = self.patterns.borrow();
+            if let Some(p) = patterns.get(id as usize) {
+                return p.clone();
+            }
+        }
+        {
+            let shared = self
+                .shared
+                .patterns
+                .read()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut patterns = self.patterns.borrow_mut();
+            let have = patterns.len();
+            patterns.extend(shared[have..].iter().cloned());
+        }
+        self.patterns.borrow()[id as usize].clone()
     }
 }
 

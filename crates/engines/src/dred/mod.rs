@@ -54,14 +54,13 @@
 //! first round of its stratum. The changes are then the difference of the
 //! materializations before and after.
 
-pub mod store;
-
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-pub use store::Store;
+/// The materialization's store of a relation (see [`crate::store::IndexedSet`]).
+pub use crate::store::IndexedSet as Store;
 
 /// The state rule variants read.
 pub struct View<'a> {

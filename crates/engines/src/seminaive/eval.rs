@@ -11,7 +11,7 @@
 
 use crate::Budget;
 use crate::seminaive::plan::{Access, Join, KeySrc, Op, RulePlan};
-use crate::seminaive::store::{Batch, Growing, Index, Rows, hash_values, restrict};
+use crate::store::{Batch, Growing, Index, Rows, hash_values, restrict};
 use dynalog_analysis::ir::eval_cmp;
 
 /// The readable state of one relation during an evaluation: the rows up to the current

@@ -37,7 +37,7 @@
 //!
 //! # Storage
 //!
-//! See module `store`. Each relation's tuples live in one flat `Vec<u32>` (stride =
+//! See module [`crate::store`]. Each relation's tuples live in one flat `Vec<u32>` (stride =
 //! arity) with a hash set of row ids for deduplication, which covers the fresh rows too,
 //! so that a derived tuple costs one probe-or-insert. Rows are only appended while
 //! evaluating, so the old, delta and full facts of a relation are row-id ranges
@@ -50,14 +50,13 @@
 
 mod eval;
 pub(crate) mod plan;
-pub(crate) mod store;
 
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use plan::{IndexSpecs, Op, RulePlan, compile_rule};
 use std::time::Instant;
-use store::{FlatSet, Growing, Index, Rows};
+use crate::store::{FlatSet, Growing, Index, Rows};
 
 /// The semi-naive engine. See the module documentation.
 pub struct Seminaive {
