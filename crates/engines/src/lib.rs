@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 pub mod chibi;
 pub mod diff;
 pub mod dred;
+pub mod explain;
 pub mod relational;
 pub mod remat;
 pub mod seminaive;

@@ -38,6 +38,25 @@ use dynalog_analysis::{Program, Rule};
 /// The relational engine. See the module documentation.
 pub type Relational = Dred<RelationalEval>;
 
+/// The compiled rule variants of `program`, as text (see [`crate::explain::plan`]):
+/// variant 0 is the rule as written, the others start with the literal that reads a
+/// delta (see [`crate::dred`]).
+pub(crate) fn explain(program: &Program) -> String {
+    let mut specs = IndexSpecs::new(program.relations.len());
+    let mut blocks = Vec::new();
+    for (i, rule) in program.rules.iter().enumerate() {
+        for (k, variant) in crate::dred::variants(rule).0.iter().enumerate() {
+            let plan = compile_rule(program, variant, &mut specs);
+            blocks.push(format!(
+                "rule {i}, variant {k}: {}\n{}",
+                rule.text.trim(),
+                plan.display(program, variant)
+            ));
+        }
+    }
+    blocks.join("\n")
+}
+
 /// Compiled rule variants: `plans[rule][variant]`.
 pub struct RelationalEval {
     plans: Vec<Vec<RulePlan>>,

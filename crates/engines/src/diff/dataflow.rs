@@ -262,4 +262,3 @@ pub(crate) fn build<R: Row>(
         }
     })
 }
-

@@ -213,10 +213,11 @@ mod runtime;
 mod step;
 mod types;
 
+use crate::store::FlatSet;
 use crate::{Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, StratumStats};
+pub(crate) use compile::explain;
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
-use crate::store::FlatSet;
 pub(crate) use runtime::Role;
 use runtime::{Batch, Runtime};
 pub use runtime::{Cluster, bytes_sent};

@@ -641,9 +641,7 @@ fn run_worker<R: Row>(
                     }
                     if index == 0 {
                         for &(level, id, diff) in &batch.rules {
-                            handles
-                                .rules
-                                .update((level, id), diff as Mult);
+                            handles.rules.update((level, id), diff as Mult);
                         }
                     }
                     let next = batch.epoch + 1;

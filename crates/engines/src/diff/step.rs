@@ -98,11 +98,15 @@ pub(crate) fn first_step<R: Row>(
 
 /// Move a substitution past its last atom: the head fact, if any.
 #[inline]
-pub(crate) fn head<R: Row>(rule: &CompiledRule, at: usize, vals: &[u32], mut slots: R) -> Option<R> {
+pub(crate) fn head<R: Row>(
+    rule: &CompiledRule,
+    at: usize,
+    vals: &[u32],
+    mut slots: R,
+) -> Option<R> {
     let mut out = R::default();
     match rule.advance(Some(at), vals, slots.as_mut(), out.as_mut()) {
         Next::Head => Some(out),
         _ => None,
     }
 }
-

@@ -51,12 +51,12 @@
 mod eval;
 pub(crate) mod plan;
 
+use crate::store::{FlatSet, Growing, Index, Rows};
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use plan::{IndexSpecs, Op, RulePlan, compile_rule};
 use std::time::Instant;
-use crate::store::{FlatSet, Growing, Index, Rows};
 
 /// The semi-naive engine. See the module documentation.
 pub struct Seminaive {
@@ -542,6 +542,25 @@ impl Engine for Seminaive {
 /// Calls `f` on every fact of relation `r` in `stores` (none for a relation it lacks):
 /// how [`Engine::for_each_fact`], [`crate::difference`] and [`crate::difference_count`]
 /// read a materialization.
+/// The compiled rules of `program`, as text (see [`crate::explain::plan`]).
+pub(crate) fn explain(program: &Program) -> String {
+    let mut specs = IndexSpecs::new(program.relations.len());
+    let blocks: Vec<String> = program
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let plan = compile_rule(program, rule, &mut specs);
+            format!(
+                "rule {i}: {}\n{}",
+                rule.text.trim(),
+                plan.display(program, rule)
+            )
+        })
+        .collect();
+    blocks.join("\n")
+}
+
 fn each_fact(stores: &[Rows], r: RelId, f: &mut dyn FnMut(&[Value])) {
     if let Some(s) = stores.get(r as usize) {
         s.iter().for_each(f)

@@ -211,5 +211,4 @@ mod tests {
         g.insert_batch(&committed, &mut batch);
         assert_eq!(g.fresh.len(), 14_001);
     }
-
 }
