@@ -5,7 +5,7 @@
 //! which relation is scanned, probed or looked up in which index with which key, which
 //! columns bind which variables, the filters and assignments, and the head tuple
 //! inserted. The printed forms are the `Display` of the compiled rules:
-//! [`crate::seminaive::plan::RulePlan::display`] (engines `seminaive`, `remat`, and
+//! [`crate::rules::RulePlan::display`] (engines `seminaive`, `remat`, and
 //! `relational` for each rule variant; `chibi` interprets rules and has no plan) and the differential engine's compiled rule
 //! (`diff::compile`), whose operations are joins with the index of a binding pattern.
 

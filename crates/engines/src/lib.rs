@@ -29,6 +29,7 @@ pub mod dred;
 pub mod explain;
 pub mod relational;
 pub mod remat;
+pub mod rules;
 pub mod seminaive;
 pub mod store;
 

@@ -15,8 +15,9 @@
 //!
 //! # Algorithm
 //!
-//! Each rule is compiled once (module `plan`) into a pipeline over a fixed slot array, one
-//! operation per body literal, with the bound/unbound state of every variable known
+//! Each rule is compiled once (module [`crate::rules`], whose runner also evaluates the
+//! rules of `relational`) into a pipeline over a fixed slot array, one operation per
+//! body literal, with the bound/unbound state of every variable known
 //! statically: a positive atom becomes a join whose bound columns (constants and
 //! variables bound earlier) select a hash-set probe, an index lookup or a scan; a
 //! repeated variable inside one atom (`e(x, x)`) becomes an equality check between
@@ -49,13 +50,12 @@
 //! rows of the result.
 
 mod eval;
-pub(crate) mod plan;
 
+use crate::rules::{IndexSpecs, Op, RulePlan, compile_rule};
 use crate::store::{FlatSet, Growing, Index, Rows};
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
-use plan::{IndexSpecs, Op, RulePlan, compile_rule};
 use std::time::Instant;
 
 /// The semi-naive engine. See the module documentation.

@@ -125,6 +125,11 @@ impl Batch {
         self.hashes.len()
     }
 
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
     /// Set `order` to the indexes of the tuples sorted by `key(hash)` (a 16-bit key):
     /// a least-significant-digit radix sort, two passes of 8 bits.
     fn sort_by(&mut self, key: impl Fn(u64) -> u16) {

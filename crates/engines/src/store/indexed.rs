@@ -54,8 +54,16 @@ impl IndexedSet {
     }
 
     /// Every tuple, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
-        self.set.iter().map(|&id| self.rows.row(id))
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            rows: &self.rows,
+            ids: self.set.iter(),
+        }
+    }
+
+    /// The slab the ids of [`IndexedSet::lookup`] point into (free rows included).
+    pub fn rows(&self) -> &Rows {
+        &self.rows
     }
 
     pub fn contains(&self, tuple: &[u32]) -> bool {
@@ -116,6 +124,21 @@ impl IndexedSet {
             Some(ix) => ix.lookup(&self.rows, key),
             None => &[],
         }
+    }
+}
+
+/// The tuples of an [`IndexedSet`], in no particular order.
+pub struct Iter<'a> {
+    rows: &'a Rows,
+    ids: hashbrown::hash_table::Iter<'a, u32>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u32];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u32]> {
+        self.ids.next().map(|&id| self.rows.row(id))
     }
 }
 

@@ -20,7 +20,7 @@
 //!   [`restrict`] cuts a row-id range out of them), or change by change.
 //! * [`IndexedSet`]: a set that supports deletion with its indexes maintained on every
 //!   change ([`Rows`] as a slab with a free list): the materialization of the
-//!   delete-rederive engines (`relational`, `chibi`).
+//!   delete-rederive engines (`relational`, `chibi`); [`IndexedIter`] iterates it.
 //!
 //! Every hash is [`hash_values`] of the values concerned, in column order, so a key made
 //! of variable bindings hashes like the projection of a matching row.
@@ -33,7 +33,7 @@ mod set;
 
 pub use growing::{Batch, Growing};
 pub use index::{Index, restrict};
-pub use indexed::IndexedSet;
+pub use indexed::{IndexedSet, Iter as IndexedIter};
 pub use rows::Rows;
 pub use set::FlatSet;
 

@@ -29,6 +29,11 @@ impl Rows {
         self.len
     }
 
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The values of row `r` (`r < len`).
     #[inline]
     pub fn row(&self, r: u32) -> &[u32] {
