@@ -6,7 +6,7 @@
 //! every body atom into a [`PatternSpec`] (interned by relation, sign and column
 //! descriptors). Both tables only grow; the workers read them through [`Shared`].
 
-use crate::explain::names::Names;
+use crate::rules::names::Names;
 use dynalog_analysis::ir::eval_cmp;
 use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
 use rustc_hash::FxHashMap;

@@ -27,8 +27,8 @@ impl Row for [u32; 16] {}
 /// The row widths a dataflow can be built for.
 pub(crate) const WIDTHS: [usize; 4] = [3, 4, 8, 16];
 
-/// A substitution: (rule id, with [`LAST`](super::compile::LAST) set at the last atom, or [`HEAD`](super::compile::HEAD); variable
-/// slots).
+/// A substitution: (rule id, with the bit `LAST` of module `compile` set at the last
+/// atom, or `HEAD`; variable slots).
 pub(crate) type Sub<R> = (u32, R);
 
 /// The multiplicity of every collection of the circuit: derivation counts stay far

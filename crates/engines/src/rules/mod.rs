@@ -9,7 +9,10 @@
 //!   row-id ranges of append-only rows and batches heads into a growing set;
 //!   delete-rederive reads maintained stores, deltas and the old state, and can stop at
 //!   a delta fact's first derivation).
+//! * `names`: how the printouts of compiled rules (here and in the `diff` engine) name
+//!   relations, variables and typed constants.
 
+pub(crate) mod names;
 pub mod plan;
 pub mod run;
 

@@ -9,7 +9,7 @@
 //! hash index on the key columns otherwise. Negations are compiled the same way (their
 //! variables are all bound; wildcards are not part of the key).
 
-use crate::explain::names::Names;
+use super::names::Names;
 use dynalog_analysis::{CmpOp, Expr, Literal, Program, RelId, Rule, Term, Type};
 use std::fmt;
 
