@@ -189,11 +189,14 @@
 //!                          └──→ compile, types, liveness, profile
 //! ```
 //!
+//! (`mod.rs` also reads `compile` and `types`; `compile` uses the crate's
+//! `rules::names` for its printed form, nothing of `diff`.)
+//!
 //! * `types`: the vocabulary of the circuit (the `Row` trait and its widths, `Mult`,
 //!   the `Inner` time, `Sub`stitutions, the `bucket` hash, `hold_only`); a leaf.
 //! * `compile`: rules as data (`CompiledRule`, `PatternSpec`), the append-only tables
 //!   that give them ids (`Registry`, `Shared`) and each worker's cache of them
-//!   (`Tables`); imports no sibling.
+//!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
 //! * `consolidate`, `distinct`, `entries`: the hand-written operators.
