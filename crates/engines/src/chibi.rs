@@ -18,7 +18,7 @@
 //! with the delta's facts only. A rule change rematerializes everything.
 
 use crate::dred::{Dred, Evaluator, Output, Store, View};
-use crate::seminaive::plan::slot_count;
+use crate::rules::plan::slot_count;
 use dynalog_analysis::ir::eval_cmp;
 use dynalog_analysis::{Atom, CmpOp, Literal, Program, Rule, Term, Value};
 

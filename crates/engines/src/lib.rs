@@ -26,9 +26,12 @@ use std::time::{Duration, Instant};
 pub mod chibi;
 pub mod diff;
 pub mod dred;
+pub mod explain;
 pub mod relational;
 pub mod remat;
+pub mod rules;
 pub mod seminaive;
+pub mod store;
 
 pub use seminaive::Seminaive;
 

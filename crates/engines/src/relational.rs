@@ -5,9 +5,9 @@
 //! # Evaluation
 //!
 //! Every rule variant (see [`crate::dred`]: the body reordered so that the literal
-//! reading a delta comes first) is compiled like the reference engine's rules (module
-//! `seminaive::plan`): a pipeline of joins, negations, filters and assignments over a
-//! slot array, where a positive atom's columns bound by constants or earlier variables
+//! reading a delta comes first) is compiled like the reference engine's rules and run
+//! by the same runner (module [`crate::rules`]): a pipeline of joins, negations,
+//! filters and assignments over a slot array, where a positive atom's columns bound by constants or earlier variables
 //! select a probe of the relation's hash set (all columns bound), a lookup in a hash
 //! index on the bound columns, or a scan. The delta atom scans its delta. The
 //! materialization of each relation is a [`Store`] whose hash indexes are maintained on
@@ -31,12 +31,31 @@
 //! commit.
 
 use crate::dred::{Dred, Evaluator, Output, Store, View};
-use crate::seminaive::plan::{Access, IndexSpecs, Join, KeySrc, Op, RulePlan, compile_rule};
-use dynalog_analysis::ir::eval_cmp;
+use crate::rules::{Access, IndexSpecs, Join, KeySrc, Matches, RulePlan, Source, compile_rule};
+use crate::store::IndexedIter;
 use dynalog_analysis::{Program, Rule};
 
 /// The relational engine. See the module documentation.
 pub type Relational = Dred<RelationalEval>;
+
+/// The compiled rule variants of `program`, as text (see [`crate::explain::plan`]):
+/// variant 0 is the rule as written, the others start with the literal that reads a
+/// delta (see [`crate::dred`]).
+pub(crate) fn explain(program: &Program) -> String {
+    let mut specs = IndexSpecs::new(program.relations.len());
+    let mut blocks = Vec::new();
+    for (i, rule) in program.rules.iter().enumerate() {
+        for (k, variant) in crate::dred::variants(rule).0.iter().enumerate() {
+            let plan = compile_rule(program, variant, &mut specs);
+            blocks.push(format!(
+                "rule {i}, variant {k}: {}\n{}",
+                rule.text.trim(),
+                plan.display(program, variant)
+            ));
+        }
+    }
+    blocks.join("\n")
+}
 
 /// Compiled rule variants: `plans[rule][variant]`.
 pub struct RelationalEval {
@@ -71,181 +90,169 @@ impl Evaluator for RelationalEval {
         let Some(plan) = self.plans.get(rule).and_then(|v| v.get(variant)) else {
             return;
         };
-        let mut exec = Exec {
-            plan,
+        let mut source = Rel {
             stores: view.stores,
             view,
             delta,
             witness,
             found: false,
-            slots: vec![0; plan.slots],
             key: Vec::new(),
-            tuple: Vec::new(),
             out,
         };
-        exec.step(0);
+        let mut slots = vec![0; plan.slots];
+        crate::rules::run(plan, &mut slots, &mut Vec::new(), &mut source);
     }
 }
 
-struct Exec<'a, 'o, 'b> {
-    plan: &'a RulePlan,
+/// What a rule variant reads (the materialization, the old state, a delta) and where
+/// its head tuples go, for the shared rule runner.
+struct Rel<'a, 'o, 'b> {
     stores: &'a [Store],
     view: &'a View<'a>,
+    /// The facts the first atom reads instead of its relation.
     delta: Option<&'a Store>,
     /// Stop at the first derivation of each delta fact (a rederivation).
     witness: bool,
     /// A derivation of the current delta fact was found (with `witness`).
     found: bool,
-    slots: Vec<u32>,
     key: Vec<u32>,
-    tuple: Vec<u32>,
     out: &'o mut Output<'b>,
 }
 
-/// Whether `row` has the key values in the key columns of `access` (whose sources are
-/// constants or bound slots).
-fn key_matches(access: &Access, row: &[u32], slots: &[u32]) -> bool {
-    match access {
-        Access::Scan => true,
-        Access::Member { key } => row
-            .iter()
-            .zip(key.iter())
-            .all(|(&v, k)| v == k.value(slots)),
-        Access::Index { cols, key, .. } => cols
-            .iter()
-            .zip(key.iter())
-            .all(|(&c, k)| row[c] == k.value(slots)),
-    }
-}
-
-impl<'a> Exec<'a, '_, '_> {
-    fn fill_key(&mut self, key: &[KeySrc]) {
+impl Rel<'_, '_, '_> {
+    fn fill_key(&mut self, key: &[KeySrc], slots: &[u32]) {
         self.key.clear();
-        let slots = &self.slots;
         self.key.extend(key.iter().map(|k| k.value(slots)));
     }
 
-    fn step(&mut self, pc: usize) {
-        let plan = self.plan;
-        let Some(op) = plan.ops.get(pc) else {
-            self.emit();
-            return;
-        };
-        match op {
-            Op::Join(join) => {
-                if pc == 0
-                    && let Some(delta) = self.delta
-                {
-                    for row in delta.iter() {
-                        self.found = false;
-                        if key_matches(&join.access, row, &self.slots) {
-                            self.join_row(join, row, pc);
-                        }
-                        if self.out.stopped() {
-                            return;
-                        }
-                    }
-                    return;
-                }
-                let rel = join.rel as usize;
-                let stores = self.stores;
-                self.join_store(join, &stores[rel], pc);
-                if let Some((minus, _)) = self.view.old
-                    && !self.found
-                {
-                    self.join_store(join, &minus[rel], pc);
-                }
-            }
-            Op::Not { rel, access } => {
-                let rel = *rel as usize;
-                let stores = self.stores;
-                let store = &stores[rel];
-                let view = self.view;
-                let exists = match access {
-                    Access::Scan => store.iter().any(|row| !view.hidden(rel, row)),
-                    Access::Member { key } => {
-                        self.fill_key(key);
-                        store.contains(&self.key) && !view.hidden(rel, &self.key)
-                    }
-                    Access::Index { index, key, .. } => {
-                        self.fill_key(key);
-                        store
-                            .lookup(*index, &self.key)
-                            .iter()
-                            .any(|&id| !view.hidden(rel, store.row(id)))
-                    }
-                };
-                if !exists {
-                    self.step(pc + 1);
-                }
-            }
-            Op::Filter { cmp, ty, lhs, rhs } => {
-                if let (Some(a), Some(b)) = (lhs.eval(&self.slots), rhs.eval(&self.slots))
-                    && eval_cmp(*cmp, *ty, a, b)
-                {
-                    self.step(pc + 1);
-                }
-            }
-            Op::Assign { var, expr } => {
-                if let Some(v) = expr.eval(&self.slots) {
-                    self.slots[*var as usize] = v;
-                    self.step(pc + 1);
-                }
-            }
+    /// The delta, if the atom at `pc` reads it.
+    fn delta_at(&self, pc: usize) -> Option<&Store> {
+        self.delta.filter(|_| pc == 0)
+    }
+}
+
+/// The rows of a delta matching the key columns of the first atom.
+struct DeltaRows<'a> {
+    rows: IndexedIter<'a>,
+    /// `(column, value)` pairs a row must have.
+    want: Vec<(usize, u32)>,
+}
+
+impl<'a> Iterator for DeltaRows<'a> {
+    type Item = &'a [u32];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u32]> {
+        self.rows
+            .by_ref()
+            .find(|row| self.want.iter().all(|&(c, v)| row[c] == v))
+    }
+}
+
+/// One atom reads its store in `Scan` order: every tuple, plus a key filter for a delta.
+impl<'a> Source<'a> for Rel<'a, '_, '_> {
+    type Iter = DeltaRows<'a>;
+
+    fn parts(&self, pc: usize) -> usize {
+        if self.delta_at(pc).is_none() && self.view.old.is_some() {
+            2
+        } else {
+            1
         }
     }
 
-    /// Join with the rows of `store` matching the bound columns.
-    fn join_store(&mut self, join: &'a Join, store: &'a Store, pc: usize) {
-        match &join.access {
-            Access::Scan => {
-                for row in store.iter() {
-                    self.join_row(join, row, pc);
-                    if self.found || self.out.stopped() {
-                        return;
-                    }
-                }
+    fn rows(
+        &mut self,
+        pc: usize,
+        part: usize,
+        join: &Join,
+        slots: &[u32],
+    ) -> Matches<'a, DeltaRows<'a>> {
+        let stores: &'a [Store] = self.stores;
+        let rel = join.rel as usize;
+        let store: &'a Store = match (self.delta, pc, part, self.view.old) {
+            (Some(delta), 0, _, _) => {
+                let want = match &join.access {
+                    Access::Index { cols, key, .. } => cols
+                        .iter()
+                        .zip(key.iter())
+                        .map(|(&c, k)| (c, k.value(slots)))
+                        .collect(),
+                    Access::Scan | Access::Member { .. } => Vec::new(),
+                };
+                return Matches::Iter(DeltaRows {
+                    rows: delta.iter(),
+                    want,
+                });
             }
+            (_, _, 1, Some((minus, _))) => &minus[rel],
+            _ => &stores[rel],
+        };
+        match &join.access {
+            Access::Index { index, key, .. } => {
+                self.fill_key(key, slots);
+                Matches::Ids(store.rows(), store.lookup(*index, &self.key))
+            }
+            Access::Scan | Access::Member { .. } => Matches::Iter(DeltaRows {
+                rows: store.iter(),
+                want: Vec::new(),
+            }),
+        }
+    }
+
+    fn member(&mut self, pc: usize, rel: usize, key: &[KeySrc], slots: &[u32]) -> u32 {
+        self.fill_key(key, slots);
+        if let Some(delta) = self.delta_at(pc) {
+            return delta.contains(&self.key) as u32;
+        }
+        let mut n = self.stores[rel].contains(&self.key) as u32;
+        if let Some((minus, _)) = self.view.old {
+            n += minus[rel].contains(&self.key) as u32;
+        }
+        n
+    }
+
+    fn exists(&mut self, rel: usize, access: &Access, slots: &[u32]) -> bool {
+        let stores = self.stores;
+        let store = &stores[rel];
+        let view = self.view;
+        match access {
+            Access::Scan => store.iter().any(|row| !view.hidden(rel, row)),
             Access::Member { key } => {
-                self.fill_key(key);
-                if store.contains(&self.key) {
-                    self.step(pc + 1);
-                }
+                self.fill_key(key, slots);
+                store.contains(&self.key) && !view.hidden(rel, &self.key)
             }
             Access::Index { index, key, .. } => {
-                self.fill_key(key);
-                for &id in store.lookup(*index, &self.key) {
-                    self.join_row(join, store.row(id), pc);
-                    if self.found || self.out.stopped() {
-                        return;
-                    }
-                }
+                self.fill_key(key, slots);
+                store
+                    .lookup(*index, &self.key)
+                    .iter()
+                    .any(|&id| !view.hidden(rel, store.row(id)))
             }
         }
     }
 
-    /// Continue with `row` as the match of the atom at `pc` if its repeated variables agree.
     #[inline]
-    fn join_row(&mut self, join: &Join, row: &[u32], pc: usize) {
+    fn tick(&mut self) -> bool {
         self.out.tick();
-        if join.checks.iter().all(|&(a, b)| row[a] == row[b]) {
-            for &(col, var) in join.binds.iter() {
-                self.slots[var as usize] = row[col];
-            }
-            self.step(pc + 1);
+        false
+    }
+
+    #[inline]
+    fn after_row(&mut self, pc: usize) {
+        // Each delta fact gets its own derivation.
+        if self.delta_at(pc).is_some() {
+            self.found = false;
         }
     }
 
-    /// The body matched: compute the head tuple and emit it.
-    fn emit(&mut self) {
-        self.tuple.clear();
-        for e in &self.plan.head {
-            match e.eval(&self.slots) {
-                Some(v) => self.tuple.push(v),
-                None => return,
-            }
-        }
-        self.out.push(&self.tuple);
+    #[inline]
+    fn done(&self) -> bool {
+        self.found || self.out.stopped()
+    }
+
+    fn push(&mut self, tuple: &[u32]) {
+        self.out.push(tuple);
         self.found = self.witness;
     }
 }

@@ -6,9 +6,12 @@
 //! every body atom into a [`PatternSpec`] (interned by relation, sign and column
 //! descriptors). Both tables only grow; the workers read them through [`Shared`].
 
+use crate::rules::names::Names;
 use dynalog_analysis::ir::eval_cmp;
 use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::fmt;
 use std::sync::{Arc, RwLock};
 
 /// `key[0]` of a negated pattern: the pattern id with this bit set.
@@ -336,6 +339,64 @@ impl Shared {
     }
 }
 
+/// The worker's cache of the shared rule and pattern tables. Ids are only ever appended,
+/// and an id reaches a worker's data only after the handle registered it, so a miss is
+/// served by refreshing the cache from the shared table.
+pub(crate) struct Tables {
+    pub(crate) shared: Arc<Shared>,
+    rules: RefCell<Vec<Arc<CompiledRule>>>,
+    patterns: RefCell<Vec<Arc<PatternSpec>>>,
+}
+
+impl Tables {
+    pub(crate) fn new(shared: Arc<Shared>) -> Tables {
+        Tables {
+            shared,
+            rules: RefCell::new(Vec::new()),
+            patterns: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
+        {
+            let rules = self.rules.borrow();
+            if let Some(rule) = rules.get(id as usize) {
+                return f(rule);
+            }
+        }
+        {
+            let shared = self.shared.rules.read().unwrap_or_else(|e| e.into_inner());
+            let mut rules = self.rules.borrow_mut();
+            let have = rules.len();
+            rules.extend(shared[have..].iter().cloned());
+        }
+        let rules = self.rules.borrow();
+        f(&rules[id as usize])
+    }
+
+    /// The spec of pattern `id`.
+    pub(crate) fn pattern(&self, id: u32) -> Arc<PatternSpec> {
+        {
+            let patterns = self.patterns.borrow();
+            if let Some(p) = patterns.get(id as usize) {
+                return p.clone();
+            }
+        }
+        {
+            let shared = self
+                .shared
+                .patterns
+                .read()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut patterns = self.patterns.borrow_mut();
+            let have = patterns.len();
+            patterns.extend(shared[have..].iter().cloned());
+        }
+        self.patterns.borrow()[id as usize].clone()
+    }
+}
+
 /// Append `value` to `table` as entry `id` if it is the next one; an `id` already
 /// present is skipped, one beyond the next is a protocol error.
 fn append_at<T: Clone>(table: &RwLock<Vec<Arc<T>>>, id: u32, value: &T, what: &str) {
@@ -567,4 +628,115 @@ pub(crate) fn shape(program: &Program) -> Shape {
         stages,
         levels,
     }
+}
+
+/// A [`CompiledRule`] with its patterns and names, for printing (see
+/// [`CompiledRule::display`]).
+pub(crate) struct RuleDisplay<'a> {
+    rule: &'a CompiledRule,
+    patterns: &'a [Arc<PatternSpec>],
+    names: Names<'a>,
+}
+
+impl CompiledRule {
+    /// The compiled rule as text, one line per operation: the filters and assignments
+    /// before the first atom, then per atom the join of the substitutions with the index
+    /// of its binding pattern (under the key of the bound variables) or, for a negated
+    /// atom, the antijoin with the pattern's keys, each followed by its filters and
+    /// assignments, then the head. `(from the facts)`: the first atom of a direct rule,
+    /// whose substitutions come from the facts; `spread over the buckets`: a
+    /// substitution waiting there is replicated to every bucket of the index.
+    pub(crate) fn display<'a>(
+        &'a self,
+        patterns: &'a [Arc<PatternSpec>],
+        program: &'a Program,
+        rule: &'a Rule,
+    ) -> RuleDisplay<'a> {
+        RuleDisplay {
+            rule: self,
+            patterns,
+            names: Names { program, rule },
+        }
+    }
+}
+
+impl fmt::Display for RuleDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = &self.names;
+        for lit in &self.rule.pre {
+            writeln!(f, "  {}", n.literal(lit))?;
+        }
+        for (i, step) in self.rule.joins.iter().enumerate() {
+            let id = step.key0 & !NEG;
+            let Some(spec) = self.patterns.get(id as usize) else {
+                writeln!(f, "  join pattern {id} (unknown)")?;
+                continue;
+            };
+            let key: Vec<String> = step.key_slots.iter().map(|&s| n.var(s)).collect();
+            let (mut bound, mut free) = (key.iter(), step.binds.iter());
+            let mut args: Vec<String> = Vec::with_capacity(spec.cols.len());
+            for (c, col) in spec.cols.iter().enumerate() {
+                let arg = match *col {
+                    ColSpec::Const(v) => n.constant(v, n.col_type(spec.rel, c)),
+                    ColSpec::Bound => bound.next().cloned().unwrap_or_else(|| "?".into()),
+                    ColSpec::Free => match free.next() {
+                        Some(&s) if s != SKIP => n.var(s),
+                        _ => "_".into(),
+                    },
+                    ColSpec::Eq(j) => args.get(j as usize).cloned().unwrap_or_else(|| "?".into()),
+                    ColSpec::Wild => "_".into(),
+                };
+                args.push(arg);
+            }
+            let atom = n.atom(spec.rel, &args);
+            if spec.neg {
+                write!(f, "  antijoin pattern {id} {atom}")?;
+            } else {
+                write!(f, "  join index of pattern {id} {atom}")?;
+            }
+            if !key.is_empty() {
+                write!(f, " key ({})", key.join(", "))?;
+            }
+            if i == 0 && self.rule.direct {
+                write!(f, " (from the facts)")?;
+            }
+            if step.bucketed {
+                write!(f, " spread over the buckets")?;
+            }
+            writeln!(f)?;
+            for lit in &step.post {
+                writeln!(f, "  {}", n.literal(lit))?;
+            }
+        }
+        n.head(f, self.rule.head_rel, &self.rule.head)
+    }
+}
+
+/// The compiled rules of `program`, as text (see [`crate::explain::plan`]).
+pub(crate) fn explain(program: &Program) -> Result<String, String> {
+    let levels = levels(program);
+    let mut registry = Registry::default();
+    let mut blocks = Vec::new();
+    for (i, (rule, &level)) in program.rules.iter().zip(&levels).enumerate() {
+        let id = registry.rule_id(rule, level)?;
+        let rules = registry
+            .shared
+            .rules
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let patterns = registry
+            .shared
+            .patterns
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(compiled) = rules.get(id as usize) else {
+            return Err(format!("rule {i} was not registered"));
+        };
+        blocks.push(format!(
+            "rule {i} (level {level}): {}\n{}",
+            rule.text.trim(),
+            compiled.display(&patterns, program, rule)
+        ));
+    }
+    Ok(blocks.join("\n"))
 }

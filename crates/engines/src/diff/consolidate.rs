@@ -12,7 +12,7 @@
 //! update per fact from each worker that derived it: tc on 1,000 nodes × 4,000 random
 //! edges with 2 workers took 14% longer, for 6% less peak memory.)
 
-use super::dataflow::{Inner, Mult, Row, hold_only};
+use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use timely::dataflow::channels::pact::Pipeline;

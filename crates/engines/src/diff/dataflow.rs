@@ -4,129 +4,24 @@
 //! See the module documentation of [`crate::diff`] for the picture; this file is the
 //! code of it.
 
-use super::compile::{
-    CompiledRule, HEAD, LAST, LEVEL_SHIFT, NEG, Next, PatternSpec, Shared, TableEntry,
-};
+use super::compile::{HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables};
 use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
+use super::step::{Emit, emit, head};
+use super::types::{Inner, Mult, Row, Sub, bucket};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine};
 use std::cell::RefCell;
-use std::fmt::Debug;
-use std::hash::Hash;
 use std::rc::Rc;
-use std::sync::Arc;
-use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::vec::{Broadcast as _, Input as _};
 use timely::order::Product;
-use timely::progress::frontier::Antichain;
 use timely::worker::Worker;
-
-/// A flat fixed-width row: a fact `[relation, values.., 0..]`, a join key
-/// `[pattern, key values.., 0..]`, an index value (the free values) or a
-/// substitution's variable slots.
-pub(crate) trait Row:
-    differential_dataflow::ExchangeData + Hash + Copy + Default + Debug + AsRef<[u32]> + AsMut<[u32]>
-{
-}
-
-impl Row for [u32; 3] {}
-impl Row for [u32; 4] {}
-impl Row for [u32; 8] {}
-impl Row for [u32; 16] {}
-
-/// The row widths a dataflow can be built for.
-pub(crate) const WIDTHS: [usize; 4] = [3, 4, 8, 16];
-
-/// A substitution: (rule id, with [`LAST`] set at the last atom, or [`HEAD`]; variable
-/// slots).
-pub(crate) type Sub<R> = (u32, R);
-
-/// The multiplicity of every collection of the circuit: derivation counts stay far
-/// below `i32::MAX`, and a 4-byte diff makes every update in the batchers and traces
-/// 4 bytes narrower than an `isize` would.
-pub(crate) type Mult = i32;
-
-/// The inner timestamp: (commit, level << LEVEL_SHIFT | round).
-pub(crate) type Inner = Product<u32, u32>;
-
-/// The worker's cache of the shared rule and pattern tables. Ids are only ever appended,
-/// and an id reaches a worker's data only after the handle registered it, so a miss is
-/// served by refreshing the cache from the shared table.
-pub(crate) struct Tables {
-    shared: Arc<Shared>,
-    rules: RefCell<Vec<Arc<CompiledRule>>>,
-    patterns: RefCell<Vec<Arc<PatternSpec>>>,
-}
-
-impl Tables {
-    pub(crate) fn new(shared: Arc<Shared>) -> Tables {
-        Tables {
-            shared,
-            rules: RefCell::new(Vec::new()),
-            patterns: RefCell::new(Vec::new()),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn with_rule<T>(&self, id: u32, f: impl FnOnce(&CompiledRule) -> T) -> T {
-        {
-            let rules = self.rules.borrow();
-            if let Some(rule) = rules.get(id as usize) {
-                return f(rule);
-            }
-        }
-        {
-            let shared = self.shared.rules.read().unwrap_or_else(|e| e.into_inner());
-            let mut rules = self.rules.borrow_mut();
-            let have = rules.len();
-            rules.extend(shared[have..].iter().cloned());
-        }
-        let rules = self.rules.borrow();
-        f(&rules[id as usize])
-    }
-
-    /// The spec of pattern `id`.
-    pub(crate) fn pattern(&self, id: u32) -> Arc<PatternSpec> {
-        {
-            let patterns = self.patterns.borrow();
-            if let Some(p) = patterns.get(id as usize) {
-                return p.clone();
-            }
-        }
-        {
-            let shared = self
-                .shared
-                .patterns
-                .read()
-                .unwrap_or_else(|e| e.into_inner());
-            let mut patterns = self.patterns.borrow_mut();
-            let have = patterns.len();
-            patterns.extend(shared[have..].iter().cloned());
-        }
-        self.patterns.borrow()[id as usize].clone()
-    }
-}
-
-/// A deterministic bucket of a row, the same on every worker.
-#[inline]
-pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
-    if buckets <= 1 {
-        return 0;
-    }
-    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
-    for &v in values {
-        h = (h ^ v as u64).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        h ^= h >> 29;
-    }
-    ((h >> 32) % buckets as u64) as u32
-}
 
 /// The worker-routing hash of a fact: its bucket. The `distinct` that makes the facts
 /// (base and derived) places them by it, so every update of one fact reaches the same
@@ -134,107 +29,6 @@ pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
 #[inline]
 fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
     bucket(&f.as_ref()[1..], buckets) as u64
-}
-
-/// The records a join closure emits: none, one, or one per bucket (key\[1\] = bucket).
-pub(crate) struct Emit<R> {
-    key: R,
-    sub: Sub<R>,
-    next: u32,
-    end: u32,
-    /// The key slot of the bucket, if the substitution goes to every bucket.
-    bucket: Option<usize>,
-}
-
-impl<R: Row> Emit<R> {
-    /// No record.
-    pub(crate) fn none() -> Emit<R> {
-        Emit {
-            key: R::default(),
-            sub: (HEAD, R::default()),
-            next: 0,
-            end: 0,
-            bucket: None,
-        }
-    }
-
-    /// The one record `(key, sub)`.
-    pub(crate) fn one(key: R, sub: Sub<R>) -> Emit<R> {
-        Emit {
-            key,
-            sub,
-            next: 0,
-            end: 1,
-            bucket: None,
-        }
-    }
-}
-
-impl<R: Row> Iterator for Emit<R> {
-    type Item = (R, Sub<R>);
-    #[inline]
-    fn next(&mut self) -> Option<(R, Sub<R>)> {
-        if self.next >= self.end {
-            return None;
-        }
-        let mut key = self.key;
-        if let Some(slot) = self.bucket {
-            key.as_mut()[slot] = self.next;
-        }
-        self.next += 1;
-        Some((key, self.sub))
-    }
-}
-
-/// Move a substitution of `rule` past atom `at` (see [`CompiledRule::advance`]).
-#[inline]
-fn emit<R: Row>(
-    rule: &CompiledRule,
-    id: u32,
-    at: Option<usize>,
-    vals: &[u32],
-    mut slots: R,
-    buckets: u32,
-) -> Emit<R> {
-    let mut out = R::default();
-    match rule.advance(at, vals, slots.as_mut(), out.as_mut()) {
-        Next::None => Emit::none(),
-        Next::Sub { bucket, last } => Emit {
-            key: out,
-            sub: (if last { id | LAST } else { id }, slots),
-            next: 0,
-            end: if bucket.is_some() { buckets } else { 1 },
-            bucket,
-        },
-        Next::Head => Emit::one(out, (HEAD, R::default())),
-    }
-}
-
-/// The records of a [`CompiledRule::direct`] rule for a fact matching its first atom
-/// (`vals`: the free values of its entry): the rule's filters before the first atom
-/// (on the empty substitution), then the step past the first atom.
-pub(crate) fn first_step<R: Row>(
-    rule: &CompiledRule,
-    id: u32,
-    vals: &[u32],
-    buckets: u32,
-) -> Emit<R> {
-    let mut slots = R::default();
-    let mut key = R::default();
-    match rule.advance(None, &[], slots.as_mut(), key.as_mut()) {
-        Next::Sub { .. } => emit(rule, id, Some(0), vals, slots, buckets),
-        _ => Emit::none(),
-    }
-}
-
-/// Move a substitution past its last atom: the head fact, if any.
-#[inline]
-fn head<R: Row>(rule: &CompiledRule, at: usize, vals: &[u32], mut slots: R) -> Option<R> {
-    let mut out = R::default();
-    match rule.advance(Some(at), vals, slots.as_mut(), out.as_mut()) {
-        Next::Head => Some(out),
-        _ => None,
-    }
 }
 
 /// The substitutions waiting for `kind` (`NEG` or 0 for an index entry) at their
@@ -467,19 +261,4 @@ pub(crate) fn build<R: Row>(
             arrangements,
         }
     })
-}
-
-/// Keep, of the capabilities `held`, only what the `pending` times need: one capability
-/// per least time. A message's capability can be earlier than its records' times, and
-/// holding it would keep the loop from ever reaching them.
-pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<Item = Inner>) {
-    let mut lower = Antichain::new();
-    for t in pending {
-        lower.insert(t);
-    }
-    let mut kept = CapabilitySet::new();
-    for t in lower.elements() {
-        kept.insert(held.delayed(t));
-    }
-    *held = kept;
 }

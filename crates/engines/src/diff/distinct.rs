@@ -32,7 +32,7 @@
 //! at the cost of one hash lookup per update instead of a sort and the merges of two
 //! spines, and with one list of steps per fact instead of two arrangements.
 
-use super::dataflow::{Inner, Mult, Row, hold_only};
+use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

@@ -21,8 +21,9 @@
 //! a capability for its fact's or its pattern's time, which is at most the record's
 //! time (the join of the two).
 
-use super::compile::{ColSpec, NEG, PatternSpec};
-use super::dataflow::{Emit, Inner, Mult, Row, Sub, Tables, bucket, first_step, hold_only};
+use super::compile::{ColSpec, NEG, PatternSpec, Tables};
+use super::step::{Emit, first_step};
+use super::types::{Inner, Mult, Row, Sub, bucket, hold_only};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;

@@ -172,21 +172,55 @@
 //! steps all cancel and shrinks its table when it is mostly empty: memory returns
 //! after inserting and deleting the same facts. The handle holds the base facts
 //! and the mirror (about `4 × arity` bytes per fact plus hash-table slack each).
+//!
+//! # Modules
+//!
+//! Imports between the submodules go one way only (no two import each other), from
+//! the wiring down to the vocabulary, as differential-dataflow keeps `difference` and
+//! `lattice` as leaves under its operators:
+//!
+//! ```text
+//! mod.rs (the handle) ─→ runtime ─→ dataflow ─→ entries ─→ step ─→ compile
+//!                          │           │          │          └──→ types
+//!                          │           │          └──→ compile, types
+//!                          │           ├──→ consolidate ─→ types
+//!                          │           ├──→ distinct ─→ types
+//!                          │           └──→ step, compile, types
+//!                          └──→ compile, types, liveness, profile
+//! ```
+//!
+//! (`mod.rs` also reads `compile` and `types`; `compile` uses the crate's
+//! `rules::names` for its printed form, nothing of `diff`.)
+//!
+//! * `types`: the vocabulary of the circuit (the `Row` trait and its widths, `Mult`,
+//!   the `Inner` time, `Sub`stitutions, the `bucket` hash, `hold_only`); a leaf.
+//! * `compile`: rules as data (`CompiledRule`, `PatternSpec`), the append-only tables
+//!   that give them ids (`Registry`, `Shared`) and each worker's cache of them
+//!   (`Tables`), and their printed form (`explain`); imports no sibling.
+//! * `step`: one step of a substitution through a compiled rule, as the records a join
+//!   closure emits.
+//! * `consolidate`, `distinct`, `entries`: the hand-written operators.
+//! * `dataflow`: only the wiring of the circuit out of those operators and
+//!   differential's joins and arrangements.
+//! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:
+//!   leaves it uses.
 
 mod compile;
 mod consolidate;
 mod dataflow;
 mod distinct;
 mod entries;
-mod flatset;
 mod liveness;
 mod profile;
 mod runtime;
+mod step;
+mod types;
 
+use crate::store::FlatSet;
 use crate::{Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, StratumStats};
+pub(crate) use compile::explain;
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
-use flatset::FlatSet;
 pub(crate) use runtime::Role;
 use runtime::{Batch, Runtime};
 pub use runtime::{Cluster, bytes_sent};
@@ -931,11 +965,11 @@ fn start_runtime(
     cluster: Option<&Cluster>,
     role: Role,
 ) -> Result<Runtime, String> {
-    let Some(&width) = dataflow::WIDTHS.iter().find(|&&w| w >= shape.width) else {
+    let Some(&width) = types::WIDTHS.iter().find(|&&w| w >= shape.width) else {
         return Err(format!(
             "the differential engine supports at most {} columns and variables per rule \
              (this program needs {})",
-            dataflow::WIDTHS[dataflow::WIDTHS.len() - 1] - 1,
+            types::WIDTHS[types::WIDTHS.len() - 1] - 1,
             shape.width
         ));
     };

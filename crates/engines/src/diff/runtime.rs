@@ -9,8 +9,9 @@
 //! stepping while its arrangements have merge work to do (`idle_merge_effort`), then
 //! parks until the handle unparks it.
 
-use super::compile::{Shared, TableEntry};
-use super::dataflow::{Row, Tables, build};
+use super::compile::{Shared, TableEntry, Tables};
+use super::dataflow::build;
+use super::types::{Mult, Row};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -120,7 +121,7 @@ pub(crate) struct Runtime {
 
 impl Runtime {
     /// Start `workers` threads with a dataflow for rows of `width` (one of
-    /// [`super::dataflow::WIDTHS`]) and `stages` join stages.
+    /// [`super::types::WIDTHS`]) and `stages` join stages.
     pub(crate) fn start(
         workers: usize,
         width: usize,
@@ -635,14 +636,12 @@ fn run_worker<R: Row>(
                             let mut row = R::default();
                             row.as_mut()
                                 .copy_from_slice(&batch.facts[i * width..(i + 1) * width]);
-                            handles.facts.update(row, diff as super::dataflow::Mult);
+                            handles.facts.update(row, diff as Mult);
                         }
                     }
                     if index == 0 {
                         for &(level, id, diff) in &batch.rules {
-                            handles
-                                .rules
-                                .update((level, id), diff as super::dataflow::Mult);
+                            handles.rules.update((level, id), diff as Mult);
                         }
                     }
                     let next = batch.epoch + 1;

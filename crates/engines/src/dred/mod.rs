@@ -54,14 +54,13 @@
 //! first round of its stratum. The changes are then the difference of the
 //! materializations before and after.
 
-pub mod store;
-
+/// The materialization's store of a relation (see [`crate::store::IndexedSet`]).
+pub use crate::store::IndexedSet as Store;
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-pub use store::Store;
 
 /// The state rule variants read.
 pub struct View<'a> {
@@ -155,7 +154,7 @@ pub trait Evaluator: Sync + Sized {
 
 /// The variants of one rule (indexes into the rule's variant list).
 #[derive(Clone, Debug)]
-struct RuleInfo {
+pub(crate) struct RuleInfo {
     head: RelId,
     /// Per body literal: `(relation, positive, variant)` for atoms and negations.
     lits: Vec<Option<(RelId, bool, usize)>>,
@@ -166,7 +165,7 @@ struct RuleInfo {
 }
 
 /// The variants of `rule` and where they are.
-fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
+pub(crate) fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
     let mut out = vec![rule.clone()];
     let mut lits = Vec::with_capacity(rule.body.len());
     let with_body = |body: Vec<Literal>| Rule {

@@ -1,18 +1,16 @@
-//! Evaluation of one compiled rule over row ranges of the relations. Arithmetic and
-//! comparisons are those of the IR (`dynalog_analysis::ir`).
+//! Semi-naive evaluation of one compiled rule over row ranges of the relations: the
+//! [`Source`] of the shared rule runner ([`crate::rules::run`]) for this engine.
 //!
-//! A rule runs as nested loops, one level per body literal, over a slot array holding
-//! the variables' values. Every positive atom reads only the rows of its relation whose
-//! ids lie in a given range (this is how semi-naive evaluation restricts an atom to the
-//! "old", "delta" or "full" facts: rows are append-only, so each is an id range).
-//! Derived tuples are collected in a [`Batch`] and then added to their relation's fresh
-//! rows unless already present (see [`Growing`]). Fresh rows are not read before the
-//! next round, so the rows the rules read do not change while they run.
+//! Every positive atom reads only the rows of its relation whose ids lie in a given
+//! range (this is how semi-naive evaluation restricts an atom to the "old", "delta" or
+//! "full" facts: rows are append-only, so each is an id range). Derived tuples are
+//! collected in a [`Batch`] and then added to their relation's fresh rows unless already
+//! present (see [`Growing`]). Fresh rows are not read before the next round, so the rows
+//! the rules read do not change while they run.
 
 use crate::Budget;
-use crate::seminaive::plan::{Access, Join, KeySrc, Op, RulePlan};
-use crate::seminaive::store::{Batch, Growing, Index, Rows, hash_values, restrict};
-use dynalog_analysis::ir::eval_cmp;
+use crate::rules::{Access, Join, KeySrc, Matches, RulePlan, Source};
+use crate::store::{Batch, Growing, Index, Rows, hash_values, restrict};
 
 /// The readable state of one relation during an evaluation: the rows up to the current
 /// round, and the indexes over them.
@@ -58,14 +56,13 @@ pub fn run_rule(
 ) -> bool {
     scratch.slots.clear();
     scratch.slots.resize(plan.slots, 0);
-    let limit = growing[plan.head_rel as usize].batch_limit();
-    let mut run = Run {
-        plan,
+    let head = plan.head_rel as usize;
+    let limit = growing[head].batch_limit();
+    let mut source = Semi {
         committed,
         growing,
         ranges,
-        slots: &mut scratch.slots,
-        tuple: &mut scratch.tuple,
+        head,
         batch: &mut scratch.batch,
         limit,
         budget,
@@ -74,10 +71,9 @@ pub fn run_rule(
         derived: scratch.derived,
         excess: scratch.excess,
     };
-    run.step(0);
-    let stop = run.stop;
-    scratch.derived = run.derived;
-    let head = plan.head_rel as usize;
+    crate::rules::run(plan, &mut scratch.slots, &mut scratch.tuple, &mut source);
+    let stop = source.stop;
+    scratch.derived = source.derived;
     if stop {
         scratch.batch.clear();
         return false;
@@ -89,14 +85,13 @@ pub fn run_rule(
     !budget.check(scratch.changes())
 }
 
-struct Run<'a> {
-    plan: &'a RulePlan,
+/// What a rule run of semi-naive evaluation reads and writes.
+struct Semi<'a, 'g> {
     committed: &'a [Committed],
-    growing: &'a mut [Growing],
+    growing: &'g mut [Growing],
     ranges: &'a [(u32, u32)],
-    slots: &'a mut [u32],
-    tuple: &'a mut Vec<u32>,
-    batch: &'a mut Batch,
+    head: usize,
+    batch: &'g mut Batch,
     limit: usize,
     budget: &'a Budget,
     /// A limit was hit: unwind.
@@ -141,110 +136,80 @@ fn index_rows<'c>(
     })
 }
 
-impl Run<'_> {
-    /// Evaluate the body from op `pc` on, with the slots bound by the ops before it.
-    fn step(&mut self, pc: usize) {
-        let plan = self.plan;
-        let Some(op) = plan.ops.get(pc) else {
-            self.emit();
-            return;
-        };
-        match op {
-            Op::Join(join) => {
-                let rel = join.rel as usize;
-                let committed = &self.committed[rel];
-                let rows = &committed.rows;
-                let (lo, hi) = self.ranges[pc];
-                match &join.access {
-                    Access::Scan => {
-                        for r in lo..hi {
-                            self.join_row(join, rows.row(r), pc);
-                            if self.stop {
-                                return;
-                            }
-                        }
-                    }
-                    Access::Member { key } => {
-                        let found = find_row(committed, &self.growing[rel], key, self.slots);
-                        if found.is_some_and(|r| lo <= r && r < hi) {
-                            self.step(pc + 1);
-                        }
-                    }
-                    Access::Index { index, cols, key } => {
-                        let ids = index_rows(committed, *index, cols, key, self.slots);
-                        for &r in restrict(ids, lo, hi) {
-                            self.join_row(join, rows.row(r), pc);
-                            if self.stop {
-                                return;
-                            }
-                        }
-                    }
-                }
+impl<'a> Source<'a> for Semi<'a, '_> {
+    type Iter = std::iter::Empty<&'a [u32]>;
+
+    #[inline]
+    fn parts(&self, _pc: usize) -> usize {
+        1
+    }
+
+    #[inline]
+    fn rows(
+        &mut self,
+        pc: usize,
+        _part: usize,
+        join: &Join,
+        slots: &[u32],
+    ) -> Matches<'a, Self::Iter> {
+        let all: &'a [Committed] = self.committed;
+        let committed = &all[join.rel as usize];
+        let (lo, hi) = self.ranges[pc];
+        match &join.access {
+            Access::Index { index, cols, key } => {
+                let ids = index_rows(committed, *index, cols, key, slots);
+                Matches::Ids(&committed.rows, restrict(ids, lo, hi))
             }
-            Op::Not { rel, access } => {
-                let rel = *rel as usize;
-                let committed = &self.committed[rel];
-                let exists = match access {
-                    Access::Scan => committed.rows.len() > 0,
-                    Access::Member { key } => {
-                        find_row(committed, &self.growing[rel], key, self.slots).is_some()
-                    }
-                    Access::Index { index, cols, key } => {
-                        !index_rows(committed, *index, cols, key, self.slots).is_empty()
-                    }
-                };
-                if !exists {
-                    self.step(pc + 1);
-                }
-            }
-            Op::Filter { cmp, ty, lhs, rhs } => {
-                if let (Some(a), Some(b)) = (lhs.eval(self.slots), rhs.eval(self.slots))
-                    && eval_cmp(*cmp, *ty, a, b)
-                {
-                    self.step(pc + 1);
-                }
-            }
-            Op::Assign { var, expr } => {
-                if let Some(v) = expr.eval(self.slots) {
-                    self.slots[*var as usize] = v;
-                    self.step(pc + 1);
-                }
+            // A member access does not come here (see `member`).
+            Access::Scan | Access::Member { .. } => Matches::Range(&committed.rows, lo, hi),
+        }
+    }
+
+    #[inline]
+    fn member(&mut self, pc: usize, rel: usize, key: &[KeySrc], slots: &[u32]) -> u32 {
+        let (lo, hi) = self.ranges[pc];
+        let found = find_row(&self.committed[rel], &self.growing[rel], key, slots);
+        found.is_some_and(|r| lo <= r && r < hi) as u32
+    }
+
+    #[inline]
+    fn exists(&mut self, rel: usize, access: &Access, slots: &[u32]) -> bool {
+        let committed = &self.committed[rel];
+        match access {
+            Access::Scan => !committed.rows.is_empty(),
+            Access::Member { key } => find_row(committed, &self.growing[rel], key, slots).is_some(),
+            Access::Index { index, cols, key } => {
+                !index_rows(committed, *index, cols, key, slots).is_empty()
             }
         }
     }
 
-    /// Continue with `row` as the match of the atom at `pc` if its repeated variables agree.
     #[inline]
-    fn join_row(&mut self, join: &Join, row: &[u32], pc: usize) {
+    fn tick(&mut self) -> bool {
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks & 0xFFF == 0 && self.budget.check_time() {
             self.stop = true;
-            return;
         }
-        if join.checks.iter().all(|&(a, b)| row[a] == row[b]) {
-            for &(col, var) in join.binds.iter() {
-                self.slots[var as usize] = row[col];
-            }
-            self.step(pc + 1);
-        }
+        self.stop
     }
 
-    /// The body matched: compute the head tuple and queue it for insertion.
-    fn emit(&mut self) {
-        self.tuple.clear();
-        for e in &self.plan.head {
-            match e.eval(self.slots) {
-                Some(v) => self.tuple.push(v),
-                None => return,
-            }
-        }
-        let head = self.plan.head_rel as usize;
-        let hash = hash_values(self.tuple.iter().copied());
-        self.batch.push(hash, self.tuple);
+    #[inline]
+    fn after_row(&mut self, _pc: usize) {}
+
+    #[inline]
+    fn done(&self) -> bool {
+        self.stop
+    }
+
+    /// Queue the head tuple for insertion.
+    #[inline]
+    fn push(&mut self, tuple: &[u32]) {
+        let hash = hash_values(tuple.iter().copied());
+        self.batch.push(hash, tuple);
         if self.batch.len() >= self.limit {
-            let g = &mut self.growing[head];
+            let g = &mut self.growing[self.head];
             let before = g.fresh.len();
-            g.insert_batch(&self.committed[head].rows, self.batch);
+            g.insert_batch(&self.committed[self.head].rows, self.batch);
             self.limit = g.batch_limit();
             self.derived += (g.fresh.len() - before) as u64;
             let changes = (self.derived as i64).saturating_add(self.excess).max(0) as u64;

@@ -9,7 +9,9 @@
 //! hash index on the key columns otherwise. Negations are compiled the same way (their
 //! variables are all bound; wildcards are not part of the key).
 
+use super::names::Names;
 use dynalog_analysis::{CmpOp, Expr, Literal, Program, RelId, Rule, Term, Type};
+use std::fmt;
 
 /// Where a key value comes from.
 #[derive(Clone, Copy, Debug)]
@@ -279,4 +281,141 @@ pub(crate) fn slot_count(rule: &Rule) -> usize {
     });
     let head = rule.head.args.iter().map(expr_max);
     body.chain(head).fold(rule.var_names.len(), usize::max)
+}
+
+/// A [`RulePlan`] with the names of its program, for printing (see
+/// [`RulePlan::display`]).
+pub struct PlanDisplay<'a> {
+    plan: &'a RulePlan,
+    names: Names<'a>,
+}
+
+impl RulePlan {
+    /// The plan as text, one line per operation (compiled from `rule` of `program`):
+    ///
+    /// ```text
+    ///   scan path(x, y)
+    ///   lookup edge(y, z) in index 0 on (0) key (y)
+    ///   insert path(x, z)
+    /// ```
+    ///
+    /// `scan` reads every row of the relation (of the rows the evaluation allows: old,
+    /// delta or all), `probe` asks the relation's hash set for one tuple (every column
+    /// bound), `lookup` reads the rows with the key in the given index on the given
+    /// columns; the other columns bind the variables printed there (`_`: a wildcard, a
+    /// variable printed twice: the columns must be equal).
+    pub fn display<'a>(&'a self, program: &'a Program, rule: &'a Rule) -> PlanDisplay<'a> {
+        PlanDisplay {
+            plan: self,
+            names: Names { program, rule },
+        }
+    }
+}
+
+impl PlanDisplay<'_> {
+    /// The atom of `rel` with its key, bound and checked columns named, and the key.
+    fn atom(
+        &self,
+        rel: RelId,
+        access: &Access,
+        binds: &[(usize, u32)],
+        checks: &[(usize, usize)],
+    ) -> (String, String) {
+        let n = &self.names;
+        let arity = n
+            .program
+            .relations
+            .get(rel as usize)
+            .map_or(0, |r| r.arity());
+        let mut args = vec!["_".to_string(); arity];
+        let src = |c: usize, k: &KeySrc| match *k {
+            KeySrc::Const(v) => n.constant(v, n.col_type(rel, c)),
+            KeySrc::Var(s) => n.var(s),
+        };
+        let mut key = Vec::new();
+        match access {
+            Access::Scan => {}
+            Access::Member { key: ks } => {
+                for (c, k) in ks.iter().enumerate() {
+                    args[c] = src(c, k);
+                }
+            }
+            Access::Index { cols, key: ks, .. } => {
+                for (&c, k) in cols.iter().zip(ks.iter()) {
+                    args[c] = src(c, k);
+                    key.push(args[c].clone());
+                }
+            }
+        }
+        for &(c, v) in binds {
+            args[c] = n.var(v);
+        }
+        for &(c, earlier) in checks {
+            args[c] = args[earlier].clone();
+        }
+        (n.atom(rel, &args), key.join(", "))
+    }
+}
+
+impl fmt::Display for PlanDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = &self.names;
+        for op in &self.plan.ops {
+            match op {
+                Op::Join(join) => {
+                    let (atom, key) = self.atom(join.rel, &join.access, &join.binds, &join.checks);
+                    match &join.access {
+                        Access::Scan => write!(f, "  scan {atom}")?,
+                        Access::Member { .. } => write!(f, "  probe {atom}")?,
+                        Access::Index { index, cols, .. } => write!(
+                            f,
+                            "  lookup {atom} in index {index} on ({}) key ({key})",
+                            list(cols)
+                        )?,
+                    }
+                    for (c, earlier) in join.checks.iter() {
+                        write!(f, " where column {c} = column {earlier}")?;
+                    }
+                    writeln!(f)?;
+                }
+                Op::Not { rel, access } => {
+                    let (atom, key) = self.atom(*rel, access, &[], &[]);
+                    match access {
+                        Access::Scan => writeln!(f, "  not any {}", n.rel(*rel))?,
+                        Access::Member { .. } => writeln!(f, "  not probe {atom}")?,
+                        Access::Index { index, cols, .. } => writeln!(
+                            f,
+                            "  not lookup {atom} in index {index} on ({}) key ({key})",
+                            list(cols)
+                        )?,
+                    }
+                }
+                Op::Filter { cmp, ty, lhs, rhs } => {
+                    let lit = Literal::Filter {
+                        op: *cmp,
+                        ty: *ty,
+                        lhs: lhs.clone(),
+                        rhs: rhs.clone(),
+                    };
+                    writeln!(f, "  {}", n.literal(&lit))?;
+                }
+                Op::Assign { var, expr } => {
+                    let lit = Literal::Assign {
+                        var: *var,
+                        expr: expr.clone(),
+                    };
+                    writeln!(f, "  {}", n.literal(&lit))?;
+                }
+            }
+        }
+        n.head(f, self.plan.head_rel, &self.plan.head)
+    }
+}
+
+/// `0, 2`: a list of columns.
+fn list(cols: &[usize]) -> String {
+    cols.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -15,8 +15,9 @@
 //!
 //! # Algorithm
 //!
-//! Each rule is compiled once (module `plan`) into a pipeline over a fixed slot array, one
-//! operation per body literal, with the bound/unbound state of every variable known
+//! Each rule is compiled once (module [`crate::rules`], whose runner also evaluates the
+//! rules of `relational`) into a pipeline over a fixed slot array, one operation per
+//! body literal, with the bound/unbound state of every variable known
 //! statically: a positive atom becomes a join whose bound columns (constants and
 //! variables bound earlier) select a hash-set probe, an index lookup or a scan; a
 //! repeated variable inside one atom (`e(x, x)`) becomes an equality check between
@@ -37,7 +38,7 @@
 //!
 //! # Storage
 //!
-//! See module `store`. Each relation's tuples live in one flat `Vec<u32>` (stride =
+//! See module [`crate::store`]. Each relation's tuples live in one flat `Vec<u32>` (stride =
 //! arity) with a hash set of row ids for deduplication, which covers the fresh rows too,
 //! so that a derived tuple costs one probe-or-insert. Rows are only appended while
 //! evaluating, so the old, delta and full facts of a relation are row-id ranges
@@ -49,15 +50,13 @@
 //! rows of the result.
 
 mod eval;
-pub(crate) mod plan;
-pub(crate) mod store;
 
+use crate::rules::{IndexSpecs, Op, RulePlan, compile_rule};
+use crate::store::{FlatSet, Growing, Index, Rows};
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
-use plan::{IndexSpecs, Op, RulePlan, compile_rule};
 use std::time::Instant;
-use store::{FlatSet, Growing, Index, Rows};
 
 /// The semi-naive engine. See the module documentation.
 pub struct Seminaive {
@@ -543,6 +542,25 @@ impl Engine for Seminaive {
 /// Calls `f` on every fact of relation `r` in `stores` (none for a relation it lacks):
 /// how [`Engine::for_each_fact`], [`crate::difference`] and [`crate::difference_count`]
 /// read a materialization.
+/// The compiled rules of `program`, as text (see [`crate::explain::plan`]).
+pub(crate) fn explain(program: &Program) -> String {
+    let mut specs = IndexSpecs::new(program.relations.len());
+    let blocks: Vec<String> = program
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let plan = compile_rule(program, rule, &mut specs);
+            format!(
+                "rule {i}: {}\n{}",
+                rule.text.trim(),
+                plan.display(program, rule)
+            )
+        })
+        .collect();
+    blocks.join("\n")
+}
+
 fn each_fact(stores: &[Rows], r: RelId, f: &mut dyn FnMut(&[Value])) {
     if let Some(s) = stores.get(r as usize) {
         s.iter().for_each(f)

@@ -1,0 +1,69 @@
+//! The vocabulary of the circuit, shared by its operators: the row type, the
+//! multiplicity, the timestamps, substitutions, the bucket hash and the capability
+//! bookkeeping of the hand-written operators.
+//!
+//! A leaf module: it imports nothing from its siblings (like differential-dataflow's
+//! `difference` and `lattice` under its operators).
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use timely::dataflow::operators::CapabilitySet;
+use timely::order::Product;
+use timely::progress::frontier::Antichain;
+
+/// A flat fixed-width row: a fact `[relation, values.., 0..]`, a join key
+/// `[pattern, key values.., 0..]`, an index value (the free values) or a
+/// substitution's variable slots.
+pub(crate) trait Row:
+    differential_dataflow::ExchangeData + Hash + Copy + Default + Debug + AsRef<[u32]> + AsMut<[u32]>
+{
+}
+
+impl Row for [u32; 3] {}
+impl Row for [u32; 4] {}
+impl Row for [u32; 8] {}
+impl Row for [u32; 16] {}
+
+/// The row widths a dataflow can be built for.
+pub(crate) const WIDTHS: [usize; 4] = [3, 4, 8, 16];
+
+/// A substitution: (rule id, with the bit `LAST` of module `compile` set at the last
+/// atom, or `HEAD`; variable slots).
+pub(crate) type Sub<R> = (u32, R);
+
+/// The multiplicity of every collection of the circuit: derivation counts stay far
+/// below `i32::MAX`, and a 4-byte diff makes every update in the batchers and traces
+/// 4 bytes narrower than an `isize` would.
+pub(crate) type Mult = i32;
+
+/// The inner timestamp: (commit, level << LEVEL_SHIFT | round).
+pub(crate) type Inner = Product<u32, u32>;
+
+/// A deterministic bucket of a row, the same on every worker.
+#[inline]
+pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
+    if buckets <= 1 {
+        return 0;
+    }
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    for &v in values {
+        h = (h ^ v as u64).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 29;
+    }
+    ((h >> 32) % buckets as u64) as u32
+}
+
+/// Keep, of the capabilities `held`, only what the `pending` times need: one capability
+/// per least time. A message's capability can be earlier than its records' times, and
+/// holding it would keep the loop from ever reaching them.
+pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<Item = Inner>) {
+    let mut lower = Antichain::new();
+    for t in pending {
+        lower.insert(t);
+    }
+    let mut kept = CapabilitySet::new();
+    for t in lower.elements() {
+        kept.insert(held.delayed(t));
+    }
+    *held = kept;
+}

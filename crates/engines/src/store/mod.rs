@@ -1,0 +1,57 @@
+//! Flat row storage, shared by every engine: the tuples of a relation as fixed-arity
+//! rows of `u32` (interned [`dynalog_analysis::Value`]s) in one `Vec<u32>`, with hash
+//! sets and indexes of row ids on the side.
+//!
+//! * [`Rows`]: the rows of one relation, flat (stride = arity). A row is named by its
+//!   id, its position.
+//! * [`FlatSet`]: [`Rows`] plus a hash set of row ids (a `HashTable<u32>` whose hash is
+//!   recomputed from the row's values), so that a tuple is stored once;
+//!   [`FlatSet::remove`] moves the last row into the hole. The base facts of the
+//!   `seminaive` and `diff` engines, and the `diff` engine's mirror of the
+//!   materialization.
+//! * [`Growing`]: the deduplication set of a relation during a semi-naive evaluation,
+//!   over rows split in two: the rows readable by the rules of the current round
+//!   ("committed") and those derived in this round ("fresh", appended to the committed
+//!   ones at the end of the round). Deriving a tuple is a single probe-or-insert in that
+//!   set; derived tuples wait in a [`Batch`].
+//! * [`Index`]: for one set of columns of a relation, a map from the values of those
+//!   columns (the key) to the ids of the rows having them. Kept up to date by
+//!   [`Index::catch_up`] over append-only rows (the buckets are then ascending and
+//!   [`restrict`] cuts a row-id range out of them), or change by change.
+//! * [`IndexedSet`]: a set that supports deletion with its indexes maintained on every
+//!   change ([`Rows`] as a slab with a free list): the materialization of the
+//!   delete-rederive engines (`relational`, `chibi`); [`IndexedIter`] iterates it.
+//!
+//! Every hash is [`hash_values`] of the values concerned, in column order, so a key made
+//! of variable bindings hashes like the projection of a matching row.
+
+mod growing;
+mod index;
+mod indexed;
+mod rows;
+mod set;
+
+pub use growing::{Batch, Growing};
+pub use index::{Index, restrict};
+pub use indexed::{IndexedSet, Iter as IndexedIter};
+pub use rows::Rows;
+pub use set::FlatSet;
+
+use rustc_hash::FxHasher;
+use std::hash::Hasher;
+
+/// The hash of a sequence of values (a row, or a projection of a row onto key columns).
+#[inline]
+pub fn hash_values(values: impl IntoIterator<Item = u32>) -> u64 {
+    let mut h = FxHasher::default();
+    for v in values {
+        h.write_u32(v);
+    }
+    h.finish()
+}
+
+/// Whether two rows of the same arity are equal (a loop: rows are short).
+#[inline]
+pub fn same(a: &[u32], b: &[u32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}

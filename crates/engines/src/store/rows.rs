@@ -1,0 +1,84 @@
+//! [`Rows`]: the tuples of one relation in one `Vec<u32>`, row after row.
+
+/// The tuples of one relation, stored flat: row `r` is `data[r * arity..(r + 1) *
+/// arity]`. A row is named by its id, its position. Nullary relations keep an explicit
+/// row count since they have no data.
+#[derive(Clone, Debug, Default)]
+pub struct Rows {
+    arity: usize,
+    data: Vec<u32>,
+    len: u32,
+}
+
+impl Rows {
+    pub fn new(arity: usize) -> Rows {
+        Rows {
+            arity,
+            data: Vec::new(),
+            len: 0,
+        }
+    }
+
+    pub fn arity(&self) -> usize {
+        self.arity
+    }
+
+    /// Number of rows.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values of row `r` (`r < len`).
+    #[inline]
+    pub fn row(&self, r: u32) -> &[u32] {
+        let start = r as usize * self.arity;
+        &self.data[start..start + self.arity]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
+        (0..self.len).map(|r| self.row(r))
+    }
+
+    /// Append `tuple` (of the arity); its id.
+    pub(crate) fn push(&mut self, tuple: &[u32]) -> u32 {
+        debug_assert_eq!(tuple.len(), self.arity);
+        let id = self.len;
+        self.data.extend_from_slice(tuple);
+        self.len += 1;
+        id
+    }
+
+    /// Overwrite row `r` (`r < len`) with `tuple`.
+    pub(crate) fn set(&mut self, r: u32, tuple: &[u32]) {
+        let start = r as usize * self.arity;
+        self.data[start..start + self.arity].copy_from_slice(tuple);
+    }
+
+    /// Remove row `r` by moving the last row into its place; the id of the moved row
+    /// (`len - 1` after the call), or `None` if `r` was the last one.
+    pub(crate) fn swap_remove(&mut self, r: u32) -> Option<u32> {
+        let last = self.len - 1;
+        let moved = (r != last).then(|| {
+            let a = self.arity;
+            let start = last as usize * a;
+            self.data.copy_within(start..start + a, r as usize * a);
+            last
+        });
+        self.data.truncate(last as usize * self.arity);
+        self.len = last;
+        moved
+    }
+
+    /// Move the rows of `other` to the end of `self`.
+    pub fn append(&mut self, other: &mut Rows) {
+        self.data.append(&mut other.data);
+        self.len += other.len;
+        other.len = 0;
+    }
+}
