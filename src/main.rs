@@ -9,6 +9,7 @@
 
 mod bench;
 mod r#gen;
+mod process;
 mod progress;
 mod rdf;
 mod run;
@@ -80,7 +81,7 @@ fn install_panic_hook() {
 }
 
 fn main() -> ExitCode {
-    let _ = dynalog_engines::tune_allocator();
+    let _ = process::tune_allocator();
     install_panic_hook();
     let cli = Cli::parse();
     let result = match cli.command {
