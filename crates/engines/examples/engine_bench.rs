@@ -56,7 +56,8 @@ fn main() -> Result<(), String> {
         .collect();
     let cut = lines.len() * percent / 100;
     let mut engine =
-        dynalog_engines::create(&dynalog_engines::Config::new(engine_name, workers), program)?;
+        dynalog_engines::create(&dynalog_engines::Config::new(engine_name, workers), program)
+            .map_err(|e| e.to_string())?;
 
     let t = Instant::now();
     for l in &lines[..cut] {
