@@ -248,58 +248,33 @@ impl FactLog {
     }
 }
 
-// The engines' stores of base facts (one impl per store).
+// The engines' stores of base facts (one per engine today).
 
-impl FactSet for crate::seminaive::store::FlatSet {
-    fn empty(arity: usize) -> Self {
-        Self::new(arity)
-    }
-    fn arity(&self) -> usize {
-        self.arity()
-    }
-    fn insert(&mut self, tuple: &[Value]) -> bool {
-        self.insert(tuple)
-    }
-    fn remove(&mut self, tuple: &[Value]) -> bool {
-        self.remove(tuple)
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
-        self.rows().iter().for_each(f)
-    }
+/// `impl FactSet` for a store with `new`, `arity`, `insert` and `remove` of those
+/// names, and `$rows`, its rows as an iterator.
+macro_rules! fact_set {
+    ($store:ty, |$s:ident| $rows:expr) => {
+        impl FactSet for $store {
+            fn empty(arity: usize) -> Self {
+                Self::new(arity)
+            }
+            fn arity(&self) -> usize {
+                self.arity()
+            }
+            fn insert(&mut self, tuple: &[Value]) -> bool {
+                self.insert(tuple)
+            }
+            fn remove(&mut self, tuple: &[Value]) -> bool {
+                self.remove(tuple)
+            }
+            fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
+                let $s = self;
+                $rows.for_each(f)
+            }
+        }
+    };
 }
 
-impl FactSet for crate::dred::store::Store {
-    fn empty(arity: usize) -> Self {
-        Self::new(arity)
-    }
-    fn arity(&self) -> usize {
-        self.arity()
-    }
-    fn insert(&mut self, tuple: &[Value]) -> bool {
-        self.insert(tuple)
-    }
-    fn remove(&mut self, tuple: &[Value]) -> bool {
-        self.remove(tuple)
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
-        self.iter().for_each(f)
-    }
-}
-
-impl FactSet for crate::diff::flatset::FlatSet {
-    fn empty(arity: usize) -> Self {
-        Self::new(arity)
-    }
-    fn arity(&self) -> usize {
-        self.arity()
-    }
-    fn insert(&mut self, tuple: &[Value]) -> bool {
-        self.insert(tuple)
-    }
-    fn remove(&mut self, tuple: &[Value]) -> bool {
-        self.remove(tuple)
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
-        self.iter().for_each(f)
-    }
-}
+fact_set!(crate::seminaive::store::FlatSet, |s| s.rows().iter());
+fact_set!(crate::dred::store::Store, |s| s.iter());
+fact_set!(crate::diff::flatset::FlatSet, |s| s.iter());

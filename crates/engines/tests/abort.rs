@@ -21,6 +21,18 @@ const TC_MORE: &str = ".decl edge(x: number, y: number)\n.decl path(x: number, y
                        path(x, x) :- edge(x, _).\nloop(x) :- path(x, x).\n\
                        edge(1, 2).\nedge(9, 9).\n";
 
+/// Commit, expecting no change: the materialization is still `before`.
+fn commit_changes_nothing(e: &mut dyn Engine, before: &Db, what: &str) {
+    let name = e.name();
+    e.commit().expect("commits");
+    assert!(
+        e.last_changes().is_empty(),
+        "{name}: {what}: {:?}",
+        e.last_changes()
+    );
+    assert_eq!(&snapshot(e), before, "{name}: {what}");
+}
+
 /// The staged fact changes of an engine.
 fn staged(e: &dyn Engine) -> Vec<(bool, RelId, Vec<Value>)> {
     let mut out = Vec::new();
@@ -54,13 +66,7 @@ fn abort_discards_facts_and_program_changes() {
         assert!(e.has_staged(), "{name}");
         e.abort();
         assert!(!e.has_staged(), "{name}: nothing staged after abort");
-        e.commit().expect("commits");
-        assert!(
-            e.last_changes().is_empty(),
-            "{name}: {:?}",
-            e.last_changes()
-        );
-        assert_eq!(snapshot(e.as_ref()), before, "{name}: facts");
+        commit_changes_nothing(e.as_mut(), &before, "facts");
 
         // Facts and a program with a new rule, relation and inline fact.
         e.insert(edge, &[3, 4]);
@@ -71,17 +77,7 @@ fn abort_discards_facts_and_program_changes() {
         assert!(!e.has_staged(), "{name}");
         assert_eq!(e.program().relations.len(), 2, "{name}: program back");
         assert_eq!(e.program().rules.len(), 2, "{name}: rules back");
-        e.commit().expect("commits");
-        assert!(
-            e.last_changes().is_empty(),
-            "{name}: {:?}",
-            e.last_changes()
-        );
-        assert_eq!(
-            snapshot(e.as_ref()),
-            before,
-            "{name}: facts after a program"
-        );
+        commit_changes_nothing(e.as_mut(), &before, "facts and a program");
 
         // A program change committed, then one that drops its relation, aborted.
         e.set_program(program(TC_MORE));
@@ -95,17 +91,7 @@ fn abort_discards_facts_and_program_changes() {
         e.set_program(program(TC));
         e.insert(edge, &[4, 5]);
         e.abort();
-        e.commit().expect("commits");
-        assert!(
-            e.last_changes().is_empty(),
-            "{name}: {:?}",
-            e.last_changes()
-        );
-        assert_eq!(
-            snapshot(e.as_ref()),
-            with_loop,
-            "{name}: dropped relation back"
-        );
+        commit_changes_nothing(e.as_mut(), &with_loop, "a dropped relation");
 
         // The next transaction works and agrees with the reference.
         e.insert(edge, &[2, 1]);
