@@ -57,3 +57,30 @@ impl fmt::Display for EngineError {
 }
 
 impl std::error::Error for EngineError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn messages_are_the_reasons_and_only_a_refusal_names_a_limit() {
+        let refused = EngineError::LimitExceeded(LimitExceeded::Changes(5));
+        assert_eq!(refused.limit(), Some(LimitExceeded::Changes(5)));
+        assert_eq!(refused.to_string(), LimitExceeded::Changes(5).to_string());
+        let late = EngineError::LimitExceeded(LimitExceeded::Time(Duration::from_millis(1500)));
+        assert!(
+            late.to_string()
+                .starts_with("the transaction took more than 1.5 s"),
+            "{late}"
+        );
+        for e in [
+            EngineError::Failed("a worker failed".into()),
+            EngineError::ProgramRejected("a worker failed".into()),
+            EngineError::Unsupported("a worker failed".into()),
+        ] {
+            assert_eq!(e.to_string(), "a worker failed");
+            assert_eq!(e.limit(), None);
+        }
+    }
+}
