@@ -15,6 +15,7 @@
 
 mod bench;
 mod r#gen;
+mod process;
 mod progress;
 mod rdf;
 mod run;
@@ -95,7 +96,7 @@ fn die_quietly_on_closed_pipes() {
 }
 
 fn main() -> ExitCode {
-    let _ = dynalog_engines::tune_allocator();
+    let _ = process::tune_allocator();
     install_panic_hook();
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Serve(_)) {

@@ -136,7 +136,8 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     }
     let input_facts = load.facts();
 
-    let mut engine = dynalog_engines::create(&args.engine, program, args.workers)?;
+    let config = dynalog_engines::Config::new(&args.engine, args.workers);
+    let mut engine = dynalog_engines::create(&config, program).map_err(|e| e.to_string())?;
     for (rel, tuples) in &load.batches {
         for t in tuples.iter() {
             engine.insert(*rel, t);

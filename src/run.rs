@@ -136,6 +136,7 @@ impl ClusterArgs {
             connect_timeout: std::time::Duration::from_secs_f64(self.connect_timeout),
             peer_timeout: (self.peer_timeout > 0.0)
                 .then(|| std::time::Duration::from_secs_f64(self.peer_timeout)),
+            connecting: Some(crate::process::quiet_connect()),
         }))
     }
 }
@@ -170,13 +171,12 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 
     let writes_outputs = cluster.as_ref().is_none_or(|c| c.process == 0);
     let in_cluster = cluster.is_some();
-    let mut engine: Box<dyn dynalog_engines::Engine> = match cluster {
-        Some(c) => Box::new(
-            dynalog_engines::diff::Diff::with_cluster(program, args.workers, c)
-                .map_err(|e| format!("error: {e}"))?,
-        ),
-        None => dynalog_engines::create(&args.engine, program, args.workers)?,
-    };
+    let config = dynalog_engines::Config::new(&args.engine, args.workers)
+        .with_cluster(cluster, dynalog_engines::ClusterRole::Replicated);
+    let mut engine = dynalog_engines::create(&config, program).map_err(|e| match in_cluster {
+        true => format!("error: {e}"),
+        false => e.to_string(),
+    })?;
     for l in &loaded {
         for t in l.tuples.iter() {
             engine.insert(l.relation, t);

@@ -265,7 +265,8 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
     report.update_facts = loaded.tail.len();
     report.update_duplicates = loaded.tail_duplicates;
     let t = Instant::now();
-    let mut engine = dynalog_engines::create(&task.engine, loaded.program, workers)
+    let config = dynalog_engines::Config::new(&task.engine, workers);
+    let mut engine = dynalog_engines::create(&config, loaded.program)
         .map_err(|e| Error::Engine(e.to_string()))?;
     report.start_s = t.elapsed().as_secs_f64();
 

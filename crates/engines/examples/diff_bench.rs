@@ -64,8 +64,19 @@ fn count_flag(args: &[String], flag: &str) -> usize {
         .unwrap_or(1)
 }
 
+/// Fix glibc's mmap threshold at 256 KiB, as the `dynalog` binary does first thing
+/// (`tune_allocator` in the root package's `src/process.rs`, where the measurements
+/// behind it are), so that the figures are those of the binary.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a parameter of the allocator (thread-safe in glibc).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
+}
+
 fn main() {
-    let _ = dynalog_engines::tune_allocator();
+    tune_allocator();
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
         eprintln!(

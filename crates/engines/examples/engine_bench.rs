@@ -55,7 +55,9 @@ fn main() -> Result<(), String> {
         .map(|l| l.split('\t').map(|s| program.symbols.intern(s)).collect())
         .collect();
     let cut = lines.len() * percent / 100;
-    let mut engine = dynalog_engines::create(engine_name, program, workers)?;
+    let mut engine =
+        dynalog_engines::create(&dynalog_engines::Config::new(engine_name, workers), program)
+            .map_err(|e| e.to_string())?;
 
     let t = Instant::now();
     for l in &lines[..cut] {

@@ -46,7 +46,19 @@ impl Engine for Remat {
         self.inner.commit()
     }
 
-    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+    fn abort(&mut self) {
+        self.inner.abort();
+    }
+
+    fn has_staged(&self) -> bool {
+        self.inner.has_staged()
+    }
+
+    fn for_each_staged(&self, f: &mut dyn FnMut(bool, RelId, &[Value])) {
+        self.inner.for_each_staged(f);
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), EngineError> {
         self.inner.set_limits(limits)
     }
 

@@ -21,7 +21,8 @@ fn evaluate(engine: &'static str, text: String, relation: &'static str) -> Vec<V
     small_stack(move || {
         let program = program(&text);
         let rel = program.relation_id(relation).expect("declared");
-        let mut e = create(engine, program, 1).expect("engine starts");
+        let mut e =
+            create(&dynalog_engines::Config::new(engine, 1), program).expect("engine starts");
         e.commit().expect("commits");
         let mut facts = e.facts(rel);
         facts.sort();

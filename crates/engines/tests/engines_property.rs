@@ -137,8 +137,11 @@ fn run_case(
     let pool = &valid_rules(pool, &empty)[..];
     // Start with the selected rules, or none if they do not make a valid program.
     let mut program = build(pool, start_mask, &empty).unwrap_or(empty);
-    let mut engine =
-        dynalog_engines::create(engine_name, program.clone(), workers).expect("starts");
+    let mut engine = dynalog_engines::create(
+        &dynalog_engines::Config::new(engine_name, workers),
+        program.clone(),
+    )
+    .expect("starts");
     engine.track_changes(true);
     engine
         .set_limits(Limits {
@@ -178,7 +181,7 @@ fn run_case(
         let net = difference(&prev, &want).len() as u64;
         if let Err(e) = result {
             let limit = limit.expect("only a limit refuses a commit");
-            prop_assert!(e.limit.is_some(), "{}: {}", engine_name, e);
+            prop_assert!(e.limit().is_some(), "{}: {}", engine_name, e);
             prop_assert!(
                 net > limit || engine_name == "diff",
                 "{}: commit {} refused with {} changes, under the limit {}",

@@ -21,7 +21,8 @@ type Facts = Vec<(RelId, Vec<Value>)>;
 fn chain(name: &str, text: &str, n: u32) -> (Box<dyn Engine>, Program, Facts) {
     let p = program(text);
     let edge = p.relation_id("edge").expect("edge");
-    let mut e = dynalog_engines::create(name, p.clone(), 2).expect("engine");
+    let mut e =
+        dynalog_engines::create(&dynalog_engines::Config::new(name, 2), p.clone()).expect("engine");
     e.track_changes(true);
     let mut base = Vec::new();
     for i in 0..n {
@@ -44,7 +45,7 @@ fn changes_limit(n: u64) -> Limits {
 fn refused(e: &mut dyn Engine, before: &Db, rules: usize, limit: LimitExceeded, what: &str) {
     let name = e.name();
     let err = e.commit().expect_err("over the limit");
-    assert_eq!(err.limit, Some(limit), "{name}: {what}: {err}");
+    assert_eq!(err.limit(), Some(limit), "{name}: {what}: {err}");
     assert!(err.to_string().contains("limit"), "{name}: {err}");
     assert_eq!(&snapshot(e), before, "{name}: {what}: rolled back");
     assert_eq!(e.program().rules.len(), rules, "{name}: {what}: program");
@@ -177,12 +178,13 @@ fn the_first_commit_can_be_refused_too() {
     for name in dynalog_engines::ENGINE_NAMES {
         let p = program(&format!("{TC}edge(1, 2).\nedge(2, 3).\n"));
         let edge = p.relation_id("edge").expect("edge");
-        let mut e = dynalog_engines::create(name, p.clone(), 1).expect("engine");
+        let mut e = dynalog_engines::create(&dynalog_engines::Config::new(name, 1), p.clone())
+            .expect("engine");
         e.track_changes(true);
         e.set_limits(changes_limit(3)).expect("limits");
         e.insert(edge, &[3, 4]);
         let err = e.commit().expect_err("6 edges and paths over 3");
-        assert_eq!(err.limit, Some(LimitExceeded::Changes(3)), "{name}");
+        assert_eq!(err.limit(), Some(LimitExceeded::Changes(3)), "{name}");
         e.set_limits(changes_limit(5)).expect("limits");
         // The inline facts are still there (2 edges, 3 paths): within 5.
         e.commit().expect("the inline facts alone");

@@ -216,6 +216,7 @@ mod runtime;
 mod step;
 mod types;
 
+use crate::staging::Staging;
 use crate::store::FlatSet;
 use crate::{Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, StratumStats};
 pub(crate) use compile::explain;
@@ -223,7 +224,7 @@ use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 pub(crate) use runtime::Role;
 use runtime::{Batch, Runtime};
-pub use runtime::{Cluster, bytes_sent};
+pub use runtime::{Cluster, ConnectHook, bytes_sent};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -248,13 +249,13 @@ pub struct Diff {
     sent_rules: FxHashMap<u32, u32>,
     /// Whether the rule set must be compared with `sent_rules` at the next commit.
     rules_dirty: bool,
-    /// Base facts per relation, as of the last commit.
+    /// Base facts per relation (staged changes not applied); before the first commit,
+    /// the program's inline facts, not yet fed to the dataflow.
     base: Vec<FlatSet>,
     /// The materialization per relation, as of the last commit.
     mirror: Vec<FlatSet>,
-    /// Staged changes in order: (insert?, relation, start in `staged_values`).
-    staged: Vec<(bool, RelId, usize)>,
-    staged_values: Vec<Value>,
+    /// What is staged since the last commit.
+    staging: Staging,
     last_changes: Vec<(RelId, Vec<Value>, isize)>,
     /// Whether commits record `last_changes` ([`Engine::track_changes`]).
     track: bool,
@@ -262,8 +263,6 @@ pub struct Diff {
     epoch: u32,
     /// Rounds per level of the last commit.
     rounds: Vec<u32>,
-    /// A rejected [`Diff::set_program`], reported by the next commit.
-    rejected: Option<String>,
     /// The relation count of the program, when [`Diff::set_program`] dropped relations
     /// at the end: their facts are retracted by the next commit.
     truncate: Option<usize>,
@@ -276,10 +275,7 @@ pub struct Diff {
     sent_tables: (usize, usize),
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
-    /// The program before the first [`Diff::set_program`] since the last commit, to go
-    /// back to when a limit refuses the commit.
-    saved_program: Option<Program>,
-    /// Whether a commit succeeded (before, the program's inline facts are staged).
+    /// Whether a commit succeeded (before, the base facts are not in the dataflow).
     committed: bool,
 }
 
@@ -344,13 +340,13 @@ impl Diff {
             Some(&cluster),
             Role::Follower,
         )
-        .map_err(EngineError::new)?;
+        .map_err(EngineError::Failed)?;
         Ok(Follower { runtime })
     }
 
     /// Create the engine for `program`, with `workers` timely worker threads (at least
-    /// one). The program's inline facts are staged: the first [`Engine::commit`]
-    /// materializes them. Fails if the workers cannot be started.
+    /// one). The program's inline facts are its first base facts: the first
+    /// [`Engine::commit`] materializes them. Fails if the workers cannot be started.
     pub fn new(program: Program, workers: usize) -> Result<Diff, EngineError> {
         Diff::with_idle_merge_effort(program, workers, IDLE_MERGE_EFFORT)
     }
@@ -396,26 +392,28 @@ impl Diff {
             rules_dirty: true,
             base: Vec::new(),
             mirror: Vec::new(),
-            staged: Vec::new(),
-            staged_values: Vec::new(),
+            staging: Staging::default(),
             last_changes: Vec::new(),
             track: false,
             runtime: None,
             epoch: 0,
             rounds: Vec::new(),
-            rejected: None,
             truncate: None,
             failed: None,
             cluster,
             role,
             sent_tables: (0, 0),
             limits: Limits::NONE,
-            saved_program: None,
             committed: false,
         };
         diff.set_program(program);
+        // The inline facts are the first base facts, not a change to abort.
+        let live = diff.program.relations.len();
+        diff.staging
+            .apply(&mut diff.base, live, false, |_, _, _| {});
+        diff.staging.finish();
         let shape = compile::shape(&diff.program);
-        diff.runtime = Some(diff.start(shape).map_err(EngineError::new)?);
+        diff.runtime = Some(diff.start(shape).map_err(EngineError::Failed)?);
         Ok(diff)
     }
 
@@ -434,28 +432,32 @@ impl Diff {
     /// A program that changes a relation it keeps (renamed, or other column types) is
     /// rejected: the next commit returns an error and the engine keeps its program.
     pub fn set_program(&mut self, program: Program) {
-        if let Err(reason) = crate::check_extends(&self.program, &program) {
-            self.rejected = Some(reason);
+        if !self.staging.open_program(&self.program, &program) {
             return;
         }
         if program.relations.len() < self.program.relations.len() {
             let n = program.relations.len();
             self.truncate = Some(self.truncate.map_or(n, |t| t.min(n)));
         }
-        let changes = crate::inline_fact_changes(&self.program, &program);
-        let old = std::mem::replace(&mut self.program, program);
-        if self.saved_program.is_none() && self.runtime.is_some() {
-            self.saved_program = Some(old);
-        }
+        self.program = program;
         while self.base.len() < self.program.relations.len() {
             let arity = self.program.relations[self.base.len()].arity();
             self.base.push(FlatSet::new(arity));
             self.mirror.push(FlatSet::new(arity));
         }
-        for (insert, rel, tuple) in changes {
-            self.stage(insert, rel, &tuple);
-        }
         self.rules_dirty = true;
+    }
+
+    /// Go back to the program and base facts of the last commit; nothing is staged.
+    fn discard(&mut self) {
+        if let Some(program) = self.staging.discard() {
+            let n = program.relations.len();
+            self.program = program;
+            self.base.truncate(n);
+            self.mirror.truncate(n);
+            self.rules_dirty = true;
+        }
+        self.truncate = None;
     }
 
     /// The changes (`+1` inserted, `-1` deleted, one entry per fact) of every relation
@@ -503,16 +505,12 @@ impl Diff {
     }
 
     fn stage(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
-        if self
+        let arity = self
             .program
             .relations
             .get(relation as usize)
-            .is_some_and(|r| r.arity() == tuple.len())
-        {
-            self.staged
-                .push((insert, relation, self.staged_values.len()));
-            self.staged_values.extend_from_slice(tuple);
-        }
+            .map(|r| r.arity());
+        self.staging.stage(insert, relation, tuple, arity);
     }
 
     /// Compile the current rules; (rule id, level) for each.
@@ -578,7 +576,9 @@ impl Diff {
         // What a refused commit must restore: the rules sent, and the base facts (a
         // rebuild sends them all, not their changes, so they are copied).
         let saved_rules = limited.then(|| self.sent_rules.clone());
-        let saved_base = (limited && rebuild).then(|| self.base.clone());
+        // The first commit and a rebuild feed every base fact, the others the changes.
+        let feed_all = rebuild || !self.committed;
+        let saved_base = (limited && feed_all).then(|| self.base.clone());
         if rebuild {
             // Stop the old workers first (drop joins them), then start anew.
             self.runtime = None;
@@ -620,7 +620,7 @@ impl Diff {
             batch.fact_diffs.push(diff);
         };
         if let Some(n) = self.truncate
-            && !rebuild
+            && !feed_all
         {
             for rel in n..self.base.len() {
                 for tuple in self.base[rel].iter() {
@@ -634,25 +634,14 @@ impl Diff {
                 *set = FlatSet::new(set.arity());
             }
         }
-        let staged = std::mem::take(&mut self.staged);
-        let values = std::mem::take(&mut self.staged_values);
-        for &(insert, rel, start) in &staged {
-            let Some(set) = self.base.get_mut(rel as usize) else {
-                continue;
-            };
-            let Some(tuple) = values.get(start..start + set_arity(&self.program, rel as usize))
-            else {
-                continue;
-            };
-            if insert {
-                if set.insert(tuple) && !rebuild {
-                    push(&mut batch, rel, tuple, 1);
+        let live = self.program.relations.len();
+        self.staging
+            .apply(&mut self.base, live, false, |insert, rel, tuple| {
+                if !feed_all {
+                    push(&mut batch, rel, tuple, if insert { 1 } else { -1 });
                 }
-            } else if set.remove(tuple) && !rebuild {
-                push(&mut batch, rel, tuple, -1);
-            }
-        }
-        if rebuild {
+            });
+        if feed_all {
             for (rel, set) in self.base.iter().enumerate() {
                 for tuple in set.iter() {
                     push(&mut batch, rel as RelId, tuple, 1);
@@ -709,17 +698,13 @@ impl Diff {
     /// dataflow's output must equal it.
     fn roll_back(&mut self) -> Result<(), String> {
         self.runtime = None;
-        if let Some(program) = self.saved_program.take() {
-            let n = program.relations.len();
-            self.program = program;
-            self.base.truncate(n);
-            self.mirror.truncate(n);
-        }
-        self.truncate = None;
-        self.rejected = None;
-        self.staged.clear();
-        self.staged_values.clear();
+        self.discard();
         self.rules_dirty = true;
+        if !self.committed {
+            // Nothing to rebuild: the next commit starts the dataflow from the base
+            // facts.
+            return Ok(());
+        }
         let started = Instant::now();
         self.commit_inner(Limits::NONE, started)?;
         if !self.last_changes.is_empty() {
@@ -727,12 +712,6 @@ impl Diff {
                 "rolling back a refused commit changed {} facts",
                 self.last_changes.len()
             ));
-        }
-        if !self.committed {
-            // Before the first commit, the program's inline facts are staged.
-            for (rel, tuple) in self.program.facts.clone() {
-                self.stage(true, rel, &tuple);
-            }
         }
         Ok(())
     }
@@ -849,19 +828,32 @@ impl Engine for Diff {
         Diff::set_program(self, program)
     }
 
-    fn check_program(&self, program: &Program) -> Result<(), String> {
-        crate::check_extends(&self.program, program)?;
-        self.check_fits(program)
+    fn abort(&mut self) {
+        self.discard();
     }
 
-    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+    fn has_staged(&self) -> bool {
+        self.staging.has_staged()
+    }
+
+    fn for_each_staged(&self, f: &mut dyn FnMut(bool, RelId, &[Value])) {
+        self.staging.for_each(f);
+    }
+
+    fn check_program(&self, program: &Program) -> Result<(), EngineError> {
+        crate::check_extends(&self.program, program)?;
+        self.check_fits(program)
+            .map_err(EngineError::ProgramRejected)
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), EngineError> {
         if self.role != Role::Alone && !limits.is_none() {
-            return Err(
+            return Err(EngineError::Unsupported(
                 "limits per commit are not supported with several processes (-n > 1): a \
                  refused commit is rolled back by rebuilding the dataflow, which a cluster \
                  cannot do"
                     .into(),
-            );
+            ));
         }
         self.limits = limits;
         Ok(())
@@ -892,10 +884,10 @@ impl Engine for Diff {
         let start = Instant::now();
         if let Some(msg) = Engine::failed(self) {
             self.failed = Some(msg.clone());
-            return Err(EngineError::new(msg));
+            return Err(EngineError::Failed(msg));
         }
-        if let Some(msg) = self.rejected.take() {
-            return Err(EngineError::new(msg));
+        if let Some(e) = self.staging.take_rejected() {
+            return Err(e);
         }
         // Transaction 0 builds the dataflow: a limit would have nothing to roll back to
         // but an empty one, which is just as exact.
@@ -905,16 +897,16 @@ impl Engine for Diff {
                 if let Err(msg) = self.roll_back() {
                     let msg = format!("{msg} (after a refused commit: {limit})");
                     self.failed = Some(msg.clone());
-                    return Err(EngineError::new(msg));
+                    return Err(EngineError::Failed(msg));
                 }
-                return Err(EngineError::limit_exceeded(limit));
+                return Err(EngineError::LimitExceeded(limit));
             }
             Err(msg) => {
                 self.failed = Some(msg.clone());
-                return Err(EngineError::new(msg));
+                return Err(EngineError::Failed(msg));
             }
         }
-        self.saved_program = None;
+        self.staging.finish();
         self.committed = true;
         let elapsed = start.elapsed();
         let levels = self.rel_levels.iter().copied().max().map_or(1, |l| l + 1);
@@ -996,6 +988,6 @@ impl Follower {
     /// a worker of this process failed; a lost connection to another process ends the
     /// process through timely's own panic, as in [`Diff::with_cluster`].
     pub fn wait(mut self) -> Result<(), EngineError> {
-        self.runtime.wait().map_err(EngineError::new)
+        self.runtime.wait().map_err(EngineError::Failed)
     }
 }

@@ -359,9 +359,11 @@ fn start_typed<R: Row>(
     // thread of its own, so that a peer that never comes is an error after the timeout.
     let (guards_tx, guards_rx) = unbounded();
     // timely prints its connection progress ("awaiting connections ...") on standard
-    // output, where a process writing its results to stdout cannot have it: send it to
-    // standard error while connecting.
-    let _quiet = timeout.map(|_| StdoutToStderr::new());
+    // output: the caller's hook may redirect it while connecting.
+    let _connecting = timeout
+        .and(cluster.as_ref())
+        .and_then(|c| c.connecting.as_ref())
+        .map(|hook| (hook.0)());
     let timely::Config {
         communication,
         worker,
@@ -465,41 +467,6 @@ fn counting_hooks() -> timely::communication::Hooks {
     }
 }
 
-/// Standard output redirected to standard error, restored on drop.
-struct StdoutToStderr {
-    saved: libc::c_int,
-}
-
-impl StdoutToStderr {
-    fn new() -> Option<StdoutToStderr> {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        // SAFETY: dup/dup2 on the process's standard descriptors; failures are checked
-        // and leave the descriptors as they were.
-        unsafe {
-            let saved = libc::dup(1);
-            if saved < 0 {
-                return None;
-            }
-            if libc::dup2(2, 1) < 0 {
-                libc::close(saved);
-                return None;
-            }
-            Some(StdoutToStderr { saved })
-        }
-    }
-}
-
-impl Drop for StdoutToStderr {
-    fn drop(&mut self) {
-        // SAFETY: restores the descriptor saved in `new`.
-        unsafe {
-            libc::dup2(self.saved, 1);
-            libc::close(self.saved);
-        }
-    }
-}
-
 /// Several processes running one dataflow over timely's TCP communication.
 #[derive(Clone, Debug)]
 pub struct Cluster {
@@ -515,6 +482,23 @@ pub struct Cluster {
     /// heard from for this long fails the cluster (module `liveness`); `None`: no
     /// heartbeat (a stopped peer then hangs the others).
     pub peer_timeout: Option<std::time::Duration>,
+    /// Called just before connecting to the other processes; what it returns is
+    /// dropped once they are connected (or the connection failed). `None`: nothing.
+    pub connecting: Option<ConnectHook>,
+}
+
+/// A hook around connecting to a cluster's processes ([`Cluster::connecting`]): timely
+/// prints its connection progress ("awaiting connections ...") on standard output,
+/// which a program writing its results there can redirect meanwhile (the `dynalog`
+/// binary sends it to standard error) by returning a guard that restores it on drop.
+/// The engines never touch the process's descriptors themselves.
+#[derive(Clone)]
+pub struct ConnectHook(pub Arc<dyn Fn() -> Box<dyn std::any::Any> + Send + Sync>);
+
+impl std::fmt::Debug for ConnectHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectHook")
+    }
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

@@ -54,9 +54,10 @@
 //! first round of its stratum. The changes are then the difference of the
 //! materializations before and after.
 
+use crate::staging::{Staging, initial_base, resize_base};
 /// The materialization's store of a relation (see [`crate::store::IndexedSet`]).
 pub use crate::store::IndexedSet as Store;
-use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
+use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -292,22 +293,16 @@ pub struct Dred<E: Evaluator> {
     workers: usize,
     /// The current base facts, per relation (staged changes not applied).
     base: Vec<Store>,
-    staged: Vec<(bool, RelId, Vec<Value>)>,
+    /// What is staged since the last commit.
+    staging: Staging,
     /// The materialization as of the last commit, per relation.
     stores: Vec<Store>,
     /// The next commit rematerializes (first commit, rule change).
     remat: bool,
-    rejected: Option<String>,
     track: bool,
     changes: Vec<Change>,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
-    /// The program (and `remat`) before the first [`Engine::set_program`] since the
-    /// last commit, to go back to if the commit is refused by a limit.
-    saved: Option<(Program, bool)>,
-    /// Base-fact changes of the transaction (while limits are set, and the facts of
-    /// relations a program change drops).
-    undo: UndoLog,
 }
 
 /// Per relation: an empty store of its arity, without indexes.
@@ -322,12 +317,7 @@ fn empty_stores(program: &Program) -> Vec<Store> {
 impl<E: Evaluator> Dred<E> {
     /// A new engine over `program`, evaluating with `workers` threads (at least one).
     pub fn new(program: Program, workers: usize) -> Dred<E> {
-        let mut base = empty_stores(&program);
-        for (rel, tuple) in &program.facts {
-            if let Some(set) = base.get_mut(*rel as usize) {
-                set.insert(tuple);
-            }
-        }
+        let base = initial_base(&program);
         let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
         Dred {
             program,
@@ -337,15 +327,12 @@ impl<E: Evaluator> Dred<E> {
             derived,
             workers: workers.max(1),
             base,
-            staged: Vec::new(),
+            staging: Staging::default(),
             stores: Vec::new(),
             remat: true,
-            rejected: None,
             track: false,
             changes: Vec::new(),
             limits: Limits::NONE,
-            saved: None,
-            undo: UndoLog::default(),
         }
     }
 
@@ -353,11 +340,7 @@ impl<E: Evaluator> Dred<E> {
     /// relation (those of dropped relations go, new relations start empty).
     fn install(&mut self, program: Program) {
         let (eval, rules, specs, derived) = Dred::<E>::compile(&program);
-        self.base.truncate(program.relations.len());
-        while self.base.len() < program.relations.len() {
-            self.base
-                .push(Store::new(program.relations[self.base.len()].arity()));
-        }
+        resize_base(&mut self.base, &program);
         self.program = program;
         self.eval = eval;
         self.rules = rules;
@@ -365,24 +348,16 @@ impl<E: Evaluator> Dred<E> {
         self.derived = derived;
     }
 
-    /// Go back to the program and base facts before the transaction (the caller
-    /// restores the materialization).
-    fn roll_back_base(&mut self) {
-        if let Some((program, remat)) = self.saved.take() {
+    /// Go back to the program and base facts of the last commit, nothing staged (the
+    /// caller restores the materialization). The next commit rematerializes if nothing
+    /// was committed yet.
+    fn discard(&mut self) {
+        if let Some(program) = self.staging.discard() {
             self.install(program);
-            self.remat = remat;
+            self.remat = false;
         }
-        let base = &mut self.base;
-        self.undo.undo(|insert, rel, tuple| {
-            if let Some(set) = base.get_mut(rel as usize) {
-                if insert {
-                    set.insert(tuple);
-                } else {
-                    set.remove(tuple);
-                }
-            }
-        });
-        self.changes.clear();
+        self.remat |= self.stores.is_empty();
+        self.staging.undo_into(&mut self.base);
     }
 
     /// Undo the changes `(plus, minus)` of the materialization.
@@ -423,34 +398,20 @@ impl<E: Evaluator> Dred<E> {
         Store::with_indexes(self.program.relations[rel].arity(), &self.specs[rel])
     }
 
-    /// Stage a change; tuples of an unknown relation or of the wrong arity are ignored.
-    fn stage(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
-        if self
-            .base
-            .get(relation as usize)
-            .is_some_and(|s| s.arity() == tuple.len())
-        {
-            self.staged.push((insert, relation, tuple.to_vec()));
-        }
-    }
-
     /// Apply the staged changes to the base facts, in order: the net `(B+, B-)` per
     /// relation.
     fn apply_staged(&mut self) -> (Vec<Store>, Vec<Store>) {
+        // Per fact changed, whether it was there before the first change.
         let mut before: HashMap<(RelId, Vec<Value>), bool> = HashMap::new();
-        for (insert, rel, tuple) in std::mem::take(&mut self.staged) {
-            // A relation dropped by a rule change since the change was staged.
-            let Some(set) = self.base.get_mut(rel as usize) else {
-                continue;
-            };
-            let was = set.contains(&tuple);
-            if insert {
-                set.insert(&tuple);
-            } else {
-                set.remove(&tuple);
-            }
-            before.entry((rel, tuple)).or_insert(was);
-        }
+        let live = self.base.len();
+        self.staging.apply(
+            &mut self.base,
+            live,
+            !self.limits.is_none(),
+            |insert, rel, t| {
+                before.entry((rel, t.to_vec())).or_insert(!insert);
+            },
+        );
         let mut plus = empty_stores(&self.program);
         let mut minus = empty_stores(&self.program);
         for ((rel, tuple), was) in before {
@@ -895,55 +856,45 @@ impl<E: Evaluator> Engine for Dred<E> {
 
     /// Stage an insertion (ignored for an unknown relation or a tuple of the wrong arity).
     fn insert(&mut self, relation: RelId, tuple: &[Value]) {
-        self.stage(true, relation, tuple);
+        let arity = self.base.get(relation as usize).map(Store::arity);
+        self.staging.stage(true, relation, tuple, arity);
     }
 
     /// Stage a removal (ignored for an unknown relation or a tuple of the wrong arity).
     fn remove(&mut self, relation: RelId, tuple: &[Value]) {
-        self.stage(false, relation, tuple);
+        let arity = self.base.get(relation as usize).map(Store::arity);
+        self.staging.stage(false, relation, tuple, arity);
     }
 
     /// Stage a rule change: the next commit rematerializes everything.
     fn set_program(&mut self, program: Program) {
-        if let Err(reason) = crate::check_extends(&self.program, &program) {
-            self.rejected = Some(reason);
-            return;
+        if self.staging.open_program(&self.program, &program) {
+            self.staging
+                .drop_relations(&self.base, program.relations.len());
+            self.install(program);
+            self.remat = true;
         }
-        let inline = crate::inline_fact_changes(&self.program, &program);
-        for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
-            for t in set.iter() {
-                self.undo.record(false, rel as RelId, t);
-            }
-        }
-        if self.saved.is_none() {
-            self.saved = Some((self.program.clone(), self.remat));
-        }
-        self.install(program);
-        self.remat = true;
-        for (insert, rel, tuple) in inline {
-            self.stage(insert, rel, &tuple);
-        }
+    }
+
+    fn abort(&mut self) {
+        self.discard();
+    }
+
+    fn has_staged(&self) -> bool {
+        self.staging.has_staged()
+    }
+
+    fn for_each_staged(&self, f: &mut dyn FnMut(bool, RelId, &[Value])) {
+        self.staging.for_each(f);
     }
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let started = Instant::now();
-        if let Some(reason) = self.rejected.take() {
-            self.saved = None;
-            self.undo.clear();
-            return Err(EngineError::new(reason));
+        if let Some(e) = self.staging.take_rejected() {
+            return Err(e);
         }
         let (bplus, bminus) = self.apply_staged();
         let budget = Budget::new(self.limits);
-        if !self.limits.is_none() {
-            for (r, (p, m)) in bplus.iter().zip(&bminus).enumerate() {
-                for t in p.iter() {
-                    self.undo.record(true, r as RelId, t);
-                }
-                for t in m.iter() {
-                    self.undo.record(false, r as RelId, t);
-                }
-            }
-        }
         let mut stats = CommitStats::default();
         let done = if self.remat {
             self.remat = false;
@@ -953,21 +904,18 @@ impl<E: Evaluator> Engine for Dred<E> {
         };
         if done.is_err() {
             // The materialization is back; now the base facts and the program.
-            if self.saved.is_none() && self.stores.is_empty() {
-                self.remat = true;
-            }
-            self.roll_back_base();
+            self.discard();
+            self.changes.clear();
             return Err(budget
                 .error()
-                .unwrap_or_else(|| EngineError::new("limit exceeded")));
+                .unwrap_or_else(|| EngineError::Failed("limit exceeded".into())));
         }
-        self.saved = None;
-        self.undo.clear();
+        self.staging.finish();
         stats.elapsed = started.elapsed();
         Ok(stats)
     }
 
-    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+    fn set_limits(&mut self, limits: Limits) -> Result<(), EngineError> {
         self.limits = limits;
         Ok(())
     }
@@ -1081,7 +1029,8 @@ mod tests {
 
     impl Checked {
         fn new(name: &str, program: &Program, workers: usize) -> Checked {
-            let mut engine = crate::create(name, program.clone(), workers).expect("engine");
+            let mut engine =
+                crate::create(&crate::Config::new(name, workers), program.clone()).expect("engine");
             engine.track_changes(true);
             let base = program.facts.iter().cloned().collect();
             let prev = vec![BTreeSet::new(); program.relations.len()];

@@ -52,8 +52,9 @@
 mod eval;
 
 use crate::rules::{IndexSpecs, Op, RulePlan, compile_rule};
+use crate::staging::{Staging, initial_base, resize_base};
 use crate::store::{FlatSet, Growing, Index, Rows};
-use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats, UndoLog};
+use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use std::time::Instant;
@@ -69,33 +70,15 @@ pub struct Seminaive {
     specs: IndexSpecs,
     /// The current base facts, per relation (staged changes not applied).
     base: Vec<FlatSet>,
-    /// Changes since the last commit, in order; their tuples are in `staged_values`.
-    staged: Vec<Staged>,
-    staged_values: Vec<Value>,
+    /// What is staged since the last commit.
+    staging: Staging,
     /// The materialization as of the last commit, per relation.
     results: Vec<Rows>,
     /// Whether commits record their changes in `changes`.
     track: bool,
     changes: Vec<Change>,
-    /// A rejected [`Engine::set_program`], reported by the next commit.
-    rejected: Option<String>,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
-    /// The program before the first [`Engine::set_program`] since the last commit, to
-    /// go back to if the commit is refused by a limit.
-    saved_program: Option<Program>,
-    /// Base-fact changes since the last commit (recorded while limits are set, and for
-    /// the relations a program change drops).
-    undo: UndoLog,
-}
-
-/// A staged insertion or removal of `staged_values[start..start + len]`.
-#[derive(Clone, Copy, Debug)]
-struct Staged {
-    insert: bool,
-    relation: RelId,
-    start: usize,
-    len: usize,
 }
 
 /// What evaluating one stratum needs, computed once.
@@ -120,33 +103,17 @@ struct StratumRule {
 impl Seminaive {
     pub fn new(program: Program) -> Seminaive {
         let (plans, strata, specs) = Seminaive::plan(&program);
-        let mut base: Vec<FlatSet> = program
-            .relations
-            .iter()
-            .map(|r| FlatSet::new(r.arity()))
-            .collect();
-        for (rel, tuple) in &program.facts {
-            if let Some(set) = base.get_mut(*rel as usize)
-                && set.arity() == tuple.len()
-            {
-                set.insert(tuple);
-            }
-        }
         Seminaive {
+            base: initial_base(&program),
             program,
             plans,
             strata,
             specs,
-            base,
-            staged: Vec::new(),
-            staged_values: Vec::new(),
+            staging: Staging::default(),
             results: Vec::new(),
             track: false,
             changes: Vec::new(),
-            rejected: None,
             limits: Limits::NONE,
-            saved_program: None,
-            undo: UndoLog::default(),
         }
     }
 
@@ -206,77 +173,29 @@ impl Seminaive {
         (plans, strata, specs)
     }
 
-    /// Stage a change; tuples of an unknown relation or of the wrong arity are ignored.
-    fn stage(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
-        if self
-            .base
-            .get(relation as usize)
-            .is_some_and(|set| set.arity() == tuple.len())
-        {
-            self.staged.push(Staged {
-                insert,
-                relation,
-                start: self.staged_values.len(),
-                len: tuple.len(),
-            });
-            self.staged_values.extend_from_slice(tuple);
-        }
-    }
-
-    fn apply_staged(&mut self) {
-        let record = !self.limits.is_none();
-        for s in self.staged.drain(..) {
-            let tuple = &self.staged_values[s.start..s.start + s.len];
-            // A relation dropped by a rule change since the change was staged.
-            let Some(set) = self.base.get_mut(s.relation as usize) else {
-                continue;
-            };
-            if set.arity() != tuple.len() {
-                continue;
-            }
-            let changed = if s.insert {
-                set.insert(tuple)
-            } else {
-                set.remove(tuple)
-            };
-            if record && changed {
-                self.undo.record(s.insert, s.relation, tuple);
-            }
-        }
-        self.staged_values.clear();
-    }
-
     /// Make `program` the current one: its plans and strata, and a base-fact set per
     /// relation (those of dropped relations go, new relations start empty).
     fn install(&mut self, program: Program) {
         let (plans, strata, specs) = Seminaive::plan(&program);
-        self.base.truncate(program.relations.len());
-        while self.base.len() < program.relations.len() {
-            self.base
-                .push(FlatSet::new(program.relations[self.base.len()].arity()));
-        }
+        resize_base(&mut self.base, &program);
         self.program = program;
         self.plans = plans;
         self.strata = strata;
         self.specs = specs;
     }
 
+    /// Go back to the program and base facts of the last commit; nothing is staged.
+    fn discard(&mut self) {
+        if let Some(program) = self.staging.discard() {
+            self.install(program);
+        }
+        self.staging.undo_into(&mut self.base);
+    }
+
     /// Go back to the state before the transaction: its program and base facts, and
     /// `previous` as the materialization.
     fn roll_back(&mut self, previous: Vec<Rows>) {
-        if let Some(program) = self.saved_program.take() {
-            self.install(program);
-        }
-        let base = &mut self.base;
-        self.undo.undo(|insert, rel, tuple| {
-            if let Some(set) = base.get_mut(rel as usize) {
-                if insert {
-                    set.insert(tuple);
-                } else {
-                    set.remove(tuple);
-                }
-            }
-        });
+        self.discard();
         self.results = previous;
         self.changes.clear();
     }
@@ -368,35 +287,37 @@ impl Engine for Seminaive {
 
     /// Stage an insertion (ignored for an unknown relation or a tuple of the wrong arity).
     fn insert(&mut self, relation: RelId, tuple: &[Value]) {
-        self.stage(true, relation, tuple);
+        let arity = self.base.get(relation as usize).map(FlatSet::arity);
+        self.staging.stage(true, relation, tuple, arity);
     }
 
     /// Stage a removal (ignored for an unknown relation or a tuple of the wrong arity).
     fn remove(&mut self, relation: RelId, tuple: &[Value]) {
-        self.stage(false, relation, tuple);
+        let arity = self.base.get(relation as usize).map(FlatSet::arity);
+        self.staging.stage(false, relation, tuple, arity);
     }
 
     fn set_program(&mut self, program: Program) {
-        if let Err(reason) = crate::check_extends(&self.program, &program) {
-            self.rejected = Some(reason);
-            return;
-        }
-        let inline = crate::inline_fact_changes(&self.program, &program);
-        for (rel, set) in self.base.iter().enumerate().skip(program.relations.len()) {
-            for t in set.rows().iter() {
-                self.undo.record(false, rel as RelId, t);
-            }
-        }
-        if self.saved_program.is_none() {
-            self.saved_program = Some(self.program.clone());
-        }
-        self.install(program);
-        for (insert, rel, tuple) in inline {
-            self.stage(insert, rel, &tuple);
+        if self.staging.open_program(&self.program, &program) {
+            self.staging
+                .drop_relations(&self.base, program.relations.len());
+            self.install(program);
         }
     }
 
-    fn set_limits(&mut self, limits: Limits) -> Result<(), String> {
+    fn abort(&mut self) {
+        self.discard();
+    }
+
+    fn has_staged(&self) -> bool {
+        self.staging.has_staged()
+    }
+
+    fn for_each_staged(&self, f: &mut dyn FnMut(bool, RelId, &[Value])) {
+        self.staging.for_each(f);
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), EngineError> {
         self.limits = limits;
         Ok(())
     }
@@ -420,13 +341,13 @@ impl Engine for Seminaive {
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let started = Instant::now();
-        if let Some(reason) = self.rejected.take() {
-            self.saved_program = None;
-            self.undo.clear();
-            return Err(EngineError::new(reason));
+        if let Some(e) = self.staging.take_rejected() {
+            return Err(e);
         }
-        self.apply_staged();
         let limited = !self.limits.is_none();
+        let live = self.base.len();
+        self.staging
+            .apply(&mut self.base, live, limited, |_, _, _| {});
         let budget = Budget::new(self.limits);
         // Free the previous result before building the next one (unless the changes
         // are wanted: they are the difference of the two; or limits may refuse the
@@ -490,7 +411,7 @@ impl Engine for Seminaive {
             self.roll_back(previous);
             return Err(budget
                 .error()
-                .unwrap_or_else(|| EngineError::new("limit exceeded")));
+                .unwrap_or_else(|| EngineError::Failed("limit exceeded".into())));
         }
         self.results = committed.into_iter().map(|c| c.rows).collect();
         if let Some(max) = budget.limits().max_changes {
@@ -503,13 +424,12 @@ impl Engine for Seminaive {
             );
             if count > max {
                 self.roll_back(previous);
-                return Err(EngineError::limit_exceeded(crate::LimitExceeded::Changes(
+                return Err(EngineError::LimitExceeded(crate::LimitExceeded::Changes(
                     max,
                 )));
             }
         }
-        self.saved_program = None;
-        self.undo.clear();
+        self.staging.finish();
         if self.track {
             self.changes = crate::difference(
                 self.results.len().max(previous.len()),

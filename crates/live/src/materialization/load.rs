@@ -135,7 +135,7 @@ impl Materialization {
         let mut n = 0;
         for l in &loaded {
             for t in l.tuples.iter() {
-                self.staged.push((true, l.relation, t.to_vec()));
+                self.engine.insert(l.relation, t);
                 n += 1;
             }
         }
@@ -201,7 +201,7 @@ impl Materialization {
             let mut n = 0;
             for (r, tuples) in batches {
                 for t in tuples.iter() {
-                    self.staged.push((insert, r, t.to_vec()));
+                    self.stage_fact(insert, r, t);
                     n += 1;
                 }
             }
@@ -211,7 +211,7 @@ impl Materialization {
         let tuples =
             dynalog_io::read_relation_file(path, &relation, &mut self.symbols).map_err(located)?;
         for t in tuples.iter() {
-            self.staged.push((insert, rel, t.to_vec()));
+            self.stage_fact(insert, rel, t);
         }
         Ok(tuples.len())
     }

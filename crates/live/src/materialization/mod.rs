@@ -15,7 +15,7 @@ use crate::durable::{DataDir, Record, State};
 use crate::error::LiveError;
 use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
-use dynalog_engines::{Change, Engine, Limits};
+use dynalog_engines::{Change, ClusterRole, Config, Engine, EngineError, Limits};
 use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -72,8 +72,8 @@ pub struct Materialization {
     /// The program text of the transaction being staged, if it changes rules.
     pending_text: Option<String>,
     symbols: SymbolTable,
+    /// The engine, which also holds the staged fact changes.
     engine: Box<dyn Engine>,
-    staged: Vec<StagedFact>,
     commits: u64,
     /// RDF files loaded so far, numbered for their blank nodes.
     rdf_files: std::collections::HashMap<std::path::PathBuf, u32>,
@@ -109,7 +109,7 @@ impl Materialization {
         workers: usize,
     ) -> Result<Materialization, LiveError> {
         Materialization::with_engine(name, text, |program| {
-            dynalog_engines::create(engine, program, workers.max(1))
+            dynalog_engines::create(&Config::new(engine, workers), program)
         })
     }
 
@@ -124,15 +124,16 @@ impl Materialization {
         cluster: Cluster,
     ) -> Result<Materialization, LiveError> {
         Materialization::with_engine(name, text, |program| {
-            let engine = Diff::lead(program, workers.max(1), cluster).map_err(|e| e.to_string())?;
-            Ok(Box::new(engine))
+            let config =
+                Config::new("diff", workers).with_cluster(Some(cluster), ClusterRole::Lead);
+            dynalog_engines::create(&config, program)
         })
     }
 
     fn with_engine(
         name: &str,
         text: &str,
-        start: impl FnOnce(Program) -> Result<Box<dyn Engine>, String>,
+        start: impl FnOnce(Program) -> Result<Box<dyn Engine>, EngineError>,
     ) -> Result<Materialization, LiveError> {
         let program = check_text(name, text)?;
         let symbols = program.symbols.clone();
@@ -141,7 +142,7 @@ impl Materialization {
             .iter()
             .map(|(r, t)| (true, *r, t.clone()))
             .collect();
-        let mut engine = start(program).map_err(LiveError::Engine)?;
+        let mut engine = start(program).map_err(|e| LiveError::Engine(e.to_string()))?;
         engine.track_changes(true);
         Ok(Materialization {
             name: name.to_string(),
@@ -149,7 +150,6 @@ impl Materialization {
             pending_text: None,
             symbols,
             engine,
-            staged: Vec::new(),
             commits: 0,
             rdf_files: Default::default(),
             load_policy: LoadPolicy::default(),
@@ -204,7 +204,7 @@ impl Materialization {
         // The base facts become exactly the recovered ones: the target program's
         // inline facts out, the recovered facts in (engines apply staged changes in order).
         for (r, t) in &target.facts {
-            self.staged.push((false, *r, t.clone()));
+            self.engine.remove(*r, t);
         }
         for (name, set) in &state.facts {
             let rel = target.relation_id(name).ok_or_else(|| {
@@ -233,7 +233,7 @@ impl Materialization {
                         }
                     });
                 }
-                self.staged.push((true, rel, tuple));
+                self.engine.insert(rel, &tuple);
             }
         }
         for (path, id) in &state.rdf_files {
@@ -299,12 +299,21 @@ impl Materialization {
 
     /// Stage the insertion of a fact given with interned values.
     pub fn insert(&mut self, relation: RelId, tuple: &[Value]) {
-        self.staged.push((true, relation, tuple.to_vec()));
+        self.engine.insert(relation, tuple);
     }
 
     /// Stage the deletion of a base fact given with interned values.
     pub fn remove(&mut self, relation: RelId, tuple: &[Value]) {
-        self.staged.push((false, relation, tuple.to_vec()));
+        self.engine.remove(relation, tuple);
+    }
+
+    /// Stage an insertion (`insert`) or a deletion, with the engine.
+    fn stage_fact(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
+        if insert {
+            self.engine.insert(relation, tuple);
+        } else {
+            self.engine.remove(relation, tuple);
+        }
     }
 
     /// Parse one fact written in Datalog (`edge(1, "a").`; the final `.` may be left
@@ -332,7 +341,7 @@ impl Materialization {
     /// Stage the insertion of a fact written in Datalog.
     pub fn insert_fact(&mut self, text: &str) -> Result<(), LiveError> {
         let (rel, tuple) = self.parse_fact(text)?;
-        self.staged.push((true, rel, tuple));
+        self.engine.insert(rel, &tuple);
         Ok(())
     }
 
@@ -340,7 +349,7 @@ impl Materialization {
     /// a base fact then).
     pub fn remove_fact(&mut self, text: &str) -> Result<(), LiveError> {
         let (rel, tuple) = self.parse_fact(text)?;
-        self.staged.push((false, rel, tuple));
+        self.engine.remove(rel, &tuple);
         Ok(())
     }
 
@@ -537,7 +546,9 @@ impl Materialization {
     /// commit over a limit is refused and rolled back. `Err` if the engine cannot
     /// enforce limits (the differential engine over several processes).
     pub fn set_limits(&mut self, limits: Limits) -> Result<(), LiveError> {
-        self.engine.set_limits(limits).map_err(LiveError::Engine)?;
+        self.engine
+            .set_limits(limits)
+            .map_err(|e| LiveError::Engine(e.to_string()))?;
         self.limits = limits;
         Ok(())
     }
@@ -556,14 +567,27 @@ impl Materialization {
 
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
-        !self.staged.is_empty() || self.pending_text.is_some()
+        self.engine.has_staged() || self.pending_text.is_some()
     }
 
     /// Discard everything staged since the last commit.
     pub fn abort(&mut self) {
-        self.staged.clear();
         self.pending_text = None;
+        self.discard();
+    }
+
+    /// Discard the engine's staged changes and the symbols met since the last commit.
+    fn discard(&mut self) {
+        self.engine.abort();
         self.symbols.truncate(self.committed_symbols);
+    }
+
+    /// The fact changes staged with the engine, in order.
+    fn staged_facts(&self) -> Vec<StagedFact> {
+        let mut staged = Vec::new();
+        self.engine
+            .for_each_staged(&mut |insert, rel, t| staged.push((insert, rel, t.to_vec())));
+        staged
     }
 
     /// Apply everything staged as one transaction. If the staged rule changes make a
@@ -580,33 +604,39 @@ impl Materialization {
         };
         self.engine
             .set_limits(limits)
-            .map_err(LiveError::Unsupported)?;
+            .map_err(|e| LiveError::Unsupported(e.to_string()))?;
         // A commit refused over a limit restores the text.
         let previous = self.pending_text.as_ref().map(|_| self.text.clone());
         let next = match self.pending_text.take() {
             Some(text) => match self.check_program(&text) {
                 Ok(p) => Some((text, p)),
                 Err(e) => {
-                    self.staged.clear();
-                    self.symbols.truncate(self.committed_symbols);
+                    self.discard();
                     return Err(e);
                 }
             },
             None => None,
         };
+        let logging = self.durable.is_some() && !self.recovering;
+        // The staged facts, if the log needs them or the new program's inline facts must
+        // be staged before them.
+        let staged = if logging || next.is_some() {
+            self.staged_facts()
+        } else {
+            Vec::new()
+        };
         // Log first: a commit is applied only once it is on disk.
         let creation_inline = std::mem::take(&mut self.unlogged_inline);
-        let logged = if self.durable.is_none() || self.recovering {
+        let logged = if !logging {
             false
         } else {
-            let record = self.record(next.as_ref(), &creation_inline);
+            let record = self.record(next.as_ref(), &creation_inline, &staged);
             let appended = match &mut self.durable {
                 Some(d) => d.append(&record),
                 None => Ok(()),
             };
             if let Err(e) = appended {
-                self.staged.clear();
-                self.symbols.truncate(self.committed_symbols);
+                self.discard();
                 self.unlogged_inline = creation_inline;
                 return Err(LiveError::Unlogged(e));
             }
@@ -615,21 +645,21 @@ impl Materialization {
         };
         if let Some((text, next)) = next {
             self.symbols = next.symbols.clone();
+            // The changes of the new program's inline facts come first, then the staged
+            // facts (the order of the log).
+            self.engine.abort();
             self.engine.set_program(next);
+            for (insert, rel, tuple) in &staged {
+                self.stage_fact(*insert, *rel, tuple);
+            }
             self.text = text;
         }
-        for (insert, rel, tuple) in self.staged.drain(..) {
-            if insert {
-                self.engine.insert(rel, &tuple);
-            } else {
-                self.engine.remove(rel, &tuple);
-            }
-        }
+        drop(staged);
         if let Err(e) = self.engine.commit() {
             if logged && let Some(d) = &mut self.durable {
                 d.undo_last();
             }
-            if let Some(limit) = e.limit {
+            if let Some(limit) = e.limit() {
                 if let Some(text) = previous {
                     self.text = text;
                 }
@@ -655,8 +685,13 @@ impl Materialization {
     }
 
     /// The log record of the transaction being committed: the inline facts the engine
-    /// stages itself (at creation, and for a new program), then the staged facts.
-    fn record(&self, next: Option<&(String, Program)>, creation_inline: &[StagedFact]) -> Record {
+    /// stages itself (at creation, and for a new program), then the `staged` facts.
+    fn record(
+        &self,
+        next: Option<&(String, Program)>,
+        creation_inline: &[StagedFact],
+        staged: &[StagedFact],
+    ) -> Record {
         use crate::durable::{FactChange, ProgramChange, StoredValue};
         let program = next.map_or(self.program(), |(_, p)| p);
         let symbols = next.map_or(&self.symbols, |(_, p)| &p.symbols);
@@ -699,7 +734,7 @@ impl Materialization {
             facts: creation_inline
                 .iter()
                 .chain(inline.iter().flatten())
-                .chain(&self.staged)
+                .chain(staged)
                 .filter_map(stored)
                 .collect(),
         }
@@ -720,7 +755,9 @@ impl Materialization {
         let next =
             dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &Default::default())
                 .map_err(located)?;
-        self.engine.check_program(&next).map_err(LiveError::Rules)?;
+        self.engine
+            .check_program(&next)
+            .map_err(|e| LiveError::Rules(e.to_string()))?;
         Ok(next)
     }
 }
