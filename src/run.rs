@@ -50,6 +50,10 @@ pub enum Show {
     /// The checked program: relations with their types and strata, the facts written in
     /// the program, then the rules of each stratum with bodies in evaluation order.
     Ir,
+    /// The rules as the engine (`--engine`) compiled them: per rule, one line per
+    /// operation in evaluation order (scans, index lookups with their keys, filters,
+    /// the head inserted), as Soufflé prints its RAM.
+    Plan,
 }
 
 /// timely dataflow's cluster flags: the same command runs in every process.
@@ -155,7 +159,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
     let analysed = started.elapsed();
     if let Some(what) = args.show {
-        return show(what, &program);
+        return show(what, &args.engine, &program);
     }
 
     let load_started = Instant::now();
@@ -258,10 +262,13 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 }
 
 /// `--show`: print a view of the checked program to standard output.
-fn show(what: Show, program: &dynalog_analysis::Program) -> Result<(), String> {
+fn show(what: Show, engine: &str, program: &dynalog_analysis::Program) -> Result<(), String> {
     use std::io::Write;
     let text = match what {
         Show::Ir => program.to_string(),
+        Show::Plan => {
+            dynalog_engines::explain::plan(engine, program).map_err(|e| format!("error: {e}"))?
+        }
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

@@ -1,6 +1,6 @@
 //! `dynalog run PROGRAM --show ir`: the checked program printed as Datalog (relations
-//! with types and strata, facts, rules by stratum in evaluation order), nothing read or
-//! evaluated.
+//! with types and strata, facts, rules by stratum in evaluation order); `--show plan`:
+//! the rules as the chosen engine compiled them. Nothing read or evaluated.
 
 mod common;
 use common::*;
@@ -88,7 +88,7 @@ fn show_refuses_an_unknown_view_and_reports_program_errors() {
     let o = dynalog(&["run", "examples/tc.dl", "--show", "nope"]);
     assert!(!o.status.success());
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("possible values: ir"), "{stderr}");
+    assert!(stderr.contains("possible values: ir, plan"), "{stderr}");
     // A program that does not check is an error, with nothing printed.
     let dir = tempfile::tempdir().expect("temp dir");
     let prog = dir.path().join("bad.dl");
@@ -99,6 +99,60 @@ fn show_refuses_an_unknown_view_and_reports_program_errors() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains("bad.dl:2:3: error: float literal `1e40` is out of range"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn show_plan_prints_the_compiled_rules_of_the_chosen_engine() {
+    // The reference engine (the default of `run`): scans and index lookups with keys.
+    let out = dynalog_ok(&["run", "examples/tc.dl", "--show", "plan"]);
+    assert!(
+        out.contains(
+            "rule 1: path(x, z) :- path(x, y), edge(y, z).\n  scan path(x, y)\n  lookup edge(y, z) in index 0 on (0) key (y)\n  insert path(x, z)\n"
+        ),
+        "{out}"
+    );
+    // The differential engine: joins with the index of a binding pattern.
+    let out = dynalog_ok(&[
+        "run",
+        "examples/tc.dl",
+        "--engine",
+        "diff",
+        "--show",
+        "plan",
+    ]);
+    assert!(
+        out.contains("  join index of pattern 2 edge(y, z) key (y)\n  insert path(x, z)\n"),
+        "{out}"
+    );
+    // relational evaluates each rule in delta variants.
+    let out = dynalog_ok(&[
+        "run",
+        "examples/tc.dl",
+        "--engine",
+        "relational",
+        "--show",
+        "plan",
+    ]);
+    assert!(out.contains("rule 1, variant 0: "), "{out}");
+}
+
+#[test]
+fn show_plan_of_an_engine_without_plans_is_an_error() {
+    let o = dynalog(&[
+        "run",
+        "examples/tc.dl",
+        "--engine",
+        "chibi",
+        "--show",
+        "plan",
+    ]);
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("error: the chibi engine has no compiled plan"),
         "{stderr}"
     );
 }

@@ -6,26 +6,25 @@
 //! columns bind which variables, the filters and assignments, and the head tuple
 //! inserted. The printed forms are the `Display` of the compiled rules:
 //! [`crate::rules::RulePlan::display`] (engines `seminaive`, `remat`, and
-//! `relational` for each rule variant; `chibi` interprets rules and has no plan) and the differential engine's compiled rule
-//! (`diff::compile`), whose operations are joins with the index of a binding pattern.
+//! `relational` for each rule variant; `chibi` interprets rules and has no plan) and the
+//! differential engine's compiled rule (`diff::compile`), whose operations are joins
+//! with the index of a binding pattern.
 
+use crate::EngineError;
 use dynalog_analysis::Program;
 
 /// The compiled rules of `engine` for `program`, one block per rule, blocks separated
 /// by a blank line; an error for an unknown engine name or a program the engine cannot
 /// compile.
-pub fn plan(engine: &str, program: &Program) -> Result<String, String> {
+pub fn plan(engine: &str, program: &Program) -> Result<String, EngineError> {
     match engine {
         "seminaive" | "remat" => Ok(crate::seminaive::explain(program)),
         "relational" => Ok(crate::relational::explain(program)),
-        "chibi" => {
-            Err("the chibi engine has no compiled plan: it interprets each rule as written".into())
-        }
-        "diff" => crate::diff::explain(program),
-        _ => Err(format!(
-            "unknown engine {engine:?} (available: {})",
-            crate::ENGINE_NAMES.join(", ")
+        "chibi" => Err(EngineError::Unsupported(
+            "the chibi engine has no compiled plan: it interprets each rule as written".into(),
         )),
+        "diff" => crate::diff::explain(program).map_err(EngineError::ProgramRejected),
+        _ => Err(EngineError::UnknownEngine(engine.to_string())),
     }
 }
 
@@ -126,6 +125,10 @@ rule 2 (level 1): far(x) :- path(x, x), !edge(x, 1), x > 2.
     #[test]
     fn unknown_engine_is_an_error() {
         let err = plan("nope", &program(TC)).expect_err("unknown engine");
-        assert!(err.contains("unknown engine \"nope\""), "{err}");
+        assert_eq!(err, crate::EngineError::UnknownEngine("nope".into()));
+        assert!(
+            err.to_string().starts_with("unknown engine `nope`"),
+            "{err}"
+        );
     }
 }
