@@ -222,29 +222,32 @@ pub fn inline_fact_changes(old: &Program, new: &Program) -> Vec<(bool, RelId, Ve
     changes
 }
 
-/// Fact changes in order: `(insert?, relation, start in values, length)`.
+/// Fact changes in order: `(insert?, relation, start in values)`; a change's values
+/// end where the next one's start (16 bytes per change besides its values).
 #[derive(Debug, Default)]
 struct FactLog {
-    ops: Vec<(bool, RelId, usize, usize)>,
+    ops: Vec<(bool, RelId, usize)>,
     values: Vec<Value>,
 }
 
 impl FactLog {
     fn record(&mut self, insert: bool, relation: RelId, tuple: &[Value]) {
-        self.ops
-            .push((insert, relation, self.values.len(), tuple.len()));
+        self.ops.push((insert, relation, self.values.len()));
         self.values.extend_from_slice(tuple);
     }
 
+    /// Empty the log and give its memory back: a load stages every input fact, and
+    /// the log must not hold that much through the evaluation that follows.
     fn clear(&mut self) {
-        self.ops.clear();
-        self.values.clear();
+        *self = FactLog::default();
     }
 
     fn iter(&self) -> impl DoubleEndedIterator<Item = (bool, RelId, &[Value])> {
-        self.ops
-            .iter()
-            .map(|&(insert, rel, start, len)| (insert, rel, &self.values[start..start + len]))
+        (0..self.ops.len()).map(move |i| {
+            let (insert, rel, start) = self.ops[i];
+            let end = self.ops.get(i + 1).map_or(self.values.len(), |next| next.2);
+            (insert, rel, &self.values[start..end])
+        })
     }
 }
 
@@ -277,3 +280,44 @@ macro_rules! fact_set {
 
 fact_set!(crate::store::FlatSet, |s| s.iter());
 fact_set!(crate::store::IndexedSet, |s| s.iter());
+
+#[cfg(test)]
+mod tests {
+    use super::FactLog;
+
+    #[test]
+    fn the_log_keeps_changes_in_order_both_ways_with_any_arity() {
+        let mut log = FactLog::default();
+        log.record(true, 0, &[1, 2]);
+        log.record(false, 1, &[]);
+        log.record(true, 2, &[3]);
+        log.record(false, 1, &[]);
+        let forward: Vec<_> = log.iter().map(|(i, r, t)| (i, r, t.to_vec())).collect();
+        assert_eq!(
+            forward,
+            [
+                (true, 0, vec![1, 2]),
+                (false, 1, vec![]),
+                (true, 2, vec![3]),
+                (false, 1, vec![]),
+            ]
+        );
+        let backward: Vec<_> = log
+            .iter()
+            .rev()
+            .map(|(i, r, t)| (i, r, t.to_vec()))
+            .collect();
+        assert_eq!(backward, forward.into_iter().rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn clearing_the_log_gives_its_memory_back() {
+        let mut log = FactLog::default();
+        for i in 0..10_000 {
+            log.record(true, 0, &[i, i]);
+        }
+        log.clear();
+        assert_eq!(log.iter().count(), 0);
+        assert_eq!((log.ops.capacity(), log.values.capacity()), (0, 0));
+    }
+}
