@@ -10,13 +10,15 @@
 //!    variables numbered into slots, expression arguments of atoms turned into
 //!    equalities), `types` (inference, then lowering to the IR with type checks of
 //!    constants and expressions), `grounding` (every variable bound by the body),
-//!    `order` (the body in evaluation order). Inference runs before the safety check
+//!    `floats` (float constants whose bits do not decide IEEE equality, the zeros and
+//!    NaN, turned into comparisons), `order` (the body in evaluation order). Inference runs before the safety check
 //!    and lowering after it, so the first error of a rule is found in that order.
 //! 3. `strata`: the dependency graph's components in evaluation order, refusing
 //!    negation through recursion.
 
 mod desugar;
 mod facts;
+mod floats;
 mod grounding;
 mod limits;
 mod order;
@@ -199,16 +201,24 @@ impl Checker<'_> {
         let body = self.desugar(rule)?;
         let typing = self.infer_types(rule, head, &body)?;
         self.check_grounded(rule, &body)?;
-        let lowered = self.lower(rule, head, &body, &typing)?;
-        let ordered = self.order(lowered.atoms, lowered.constraints, body.slots.len())?;
+        let mut lowered = self.lower(rule, head, &body, &typing)?;
+        let mut var_names = body.slots.vars;
+        let mut var_types = typing.var_types;
+        floats::compare_float_constants(
+            &mut lowered,
+            &self.relations,
+            &mut var_names,
+            &mut var_types,
+        );
+        let ordered = self.order(lowered.atoms, lowered.constraints, var_names.len())?;
         Ok(Rule {
             head: ir::Head {
                 relation: head,
                 args: lowered.head,
             },
             body: ordered,
-            var_names: body.slots.vars,
-            var_types: typing.var_types,
+            var_names,
+            var_types,
             stratum: 0,
             text: self.file.slice(rule.span).to_string(),
             span: rule.span,

@@ -3,6 +3,7 @@
 //! [`order_body`]).
 
 use super::Checker;
+use super::floats::bits_decide_equality;
 use crate::ir::{self, Literal, Term, VarId};
 use crate::value::Type;
 use dynalog_syntax::{CmpOp, Diagnostic, Span};
@@ -36,8 +37,10 @@ pub(super) struct Constraint {
 
 /// Put a rule's literals in evaluation order: positive atoms in source order, and each
 /// comparison, assignment and negated atom as early as its variables are bound. An
-/// equality with one side a lone unbound variable becomes an assignment. Returns the span
-/// of a comparison that can never be placed.
+/// equality with one side a lone unbound variable becomes an assignment, except a float
+/// equality whose variable a positive atom binds, unless the other side is a constant
+/// whose bits decide equality: an atom matches by bits, and float equality is IEEE's
+/// (see `floats`). Returns the span of a comparison that can never be placed.
 ///
 /// This is the outcome of repeated passes (comparisons in order, then negated atoms in
 /// order, until a pass places nothing) after the start and after each positive atom,
@@ -51,6 +54,14 @@ fn order_body(
 ) -> Result<Vec<Literal>, Span> {
     use std::collections::BTreeSet;
     let mut bound = vec![false; nvars];
+    let mut in_positive = vec![false; nvars];
+    for (_, atom, _) in atoms.iter().filter(|(negated, _, _)| !negated) {
+        for t in &atom.args {
+            if let Term::Var(v) = t {
+                in_positive[*v as usize] = true;
+            }
+        }
+    }
     let mut body = Vec::new();
     // Distinct variables of each literal not bound yet, and the literals using a slot.
     let mut unbound_c = vec![0usize; constraints.len()];
@@ -118,7 +129,13 @@ fn order_body(
         while let Some(k) = this_c.pop_first() {
             let Some(c) = &pending[k] else { continue };
             let lone = |v: &VarId, e: &ir::Expr| {
-                c.op == CmpOp::Eq && unbound_c[k] == 1 && !bound[*v as usize] && !ir_mentions(e, *v)
+                c.op == CmpOp::Eq
+                    && unbound_c[k] == 1
+                    && !bound[*v as usize]
+                    && !ir_mentions(e, *v)
+                    && (c.ty != Type::Float
+                        || !in_positive[*v as usize]
+                        || matches!(e, ir::Expr::Const(bits) if bits_decide_equality(*bits)))
             };
             let lit = match (&c.lhs, &c.rhs) {
                 _ if unbound_c[k] == 0 => Literal::Filter {
