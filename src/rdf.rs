@@ -97,6 +97,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     let source = rules_source(&args.rules)?;
     let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
     let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
+    crate::run::print_warnings(&program);
 
     let options = RdfOptions {
         base: args.base.clone(),

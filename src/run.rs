@@ -157,6 +157,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let started = Instant::now();
     let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
     let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
+    print_warnings(&program);
     let analysed = started.elapsed();
     if let Some(what) = args.show {
         return show(what, &args.engine, &program);
@@ -259,6 +260,13 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The analysis' warnings (a `.pragma` it ignores), on stderr.
+pub fn print_warnings(program: &dynalog_analysis::Program) {
+    for w in &program.warnings {
+        eprintln!("{}", w.as_warning());
+    }
 }
 
 /// `--show`: print a view of the checked program to standard output.

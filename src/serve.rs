@@ -700,6 +700,7 @@ fn declarations(p: &Program) -> Program {
         facts: Vec::new(),
         strata: Vec::new(),
         symbols: SymbolTable::new(),
+        warnings: Vec::new(),
     }
 }
 

@@ -112,6 +112,7 @@ impl LiveArgs {
             }
         }
         .map_err(|e| e.to_string())?;
+        crate::run::print_warnings(m.program());
         m.set_load_policy(self.load_policy()?);
         m.set_limits(self.limits(dynalog_engines::Limits::NONE)?)
             .map_err(|e| e.to_string())?;

@@ -94,10 +94,11 @@ fn outputs_to_stdout_and_printsize() {
         &[],
     );
     assert!(ok, "{stderr}");
-    // `.printsize path` and the framed stdout layout of `-D -`.
+    // `.printsize path` and the framed stdout layout of `-D -`, as Soufflé's: the name,
+    // the column names, the tuples.
     assert!(stdout.contains("path\t20\n"), "{stdout}");
     assert!(
-        stdout.contains("---------------\npath\n===============\n1\t2\n"),
+        stdout.contains("---------------\npath\nx\ty\n===============\n1\t2\n"),
         "{stdout}"
     );
     let rows = stdout
@@ -171,6 +172,6 @@ fn io_directive_options() {
     );
     assert_eq!(
         stdout,
-        "---------------\ng\n===============\n1\n2\n10\n===============\n"
+        "---------------\ng\nx\n===============\n1\n2\n10\n===============\n"
     );
 }

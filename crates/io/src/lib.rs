@@ -504,10 +504,16 @@ fn write_outputs_to(
                 if nullary {
                     body.extend_from_slice(b"()\n");
                 }
-                write!(stdout, "---------------\n{}\n===============\n", rel.name)
-                    .and_then(|_| stdout.write_all(&body))
-                    .and_then(|_| writeln!(stdout, "==============="))
-                    .map_err(WriteError::Stdout)?;
+                // Soufflé's frame: the name, the column names, the tuples.
+                let columns = rel.column_names.join(&delimiter.to_string());
+                write!(
+                    stdout,
+                    "---------------\n{}\n{columns}\n===============\n",
+                    rel.name
+                )
+                .and_then(|_| stdout.write_all(&body))
+                .and_then(|_| writeln!(stdout, "==============="))
+                .map_err(WriteError::Stdout)?;
                 continue;
             }
             let OutputTarget::Dir(dir) = target else {

@@ -25,6 +25,31 @@ pub enum Item {
     Directive(Directive),
     /// A rule or, when the body is empty, a fact.
     Rule(Rule),
+    /// `.pragma "key" "value"` or `.pragma "key"`: one of Soufflé's command-line options,
+    /// set in the program.
+    Pragma(Pragma),
+}
+
+impl Item {
+    /// Where the item is written.
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Type(t) => t.span,
+            Item::Decl(d) => d.span,
+            Item::Directive(d) => d.span,
+            Item::Rule(r) => r.span,
+            Item::Pragma(p) => p.span,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pragma {
+    /// The option's name (`magic-transform`), escapes resolved.
+    pub key: String,
+    /// Its value, if one is given (`*`).
+    pub value: Option<String>,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -15,4 +15,4 @@ pub mod source;
 
 pub use ast::*;
 pub use parser::{MAX_EXPR_DEPTH, parse};
-pub use source::{Diagnostic, SourceFile, Span};
+pub use source::{Diagnostic, SourceFile, Span, Warning};

@@ -34,8 +34,8 @@
 //! at the first error, which points at the offending token.
 
 use crate::ast::{
-    ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Ident, Item, Literal, Number, Program,
-    RelDecl, Rule, Style, TypeDecl,
+    ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Ident, Item, Literal, Number, Pragma,
+    Program, RelDecl, Rule, Style, TypeDecl,
 };
 use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
 use crate::source::{Diagnostic, SourceFile, Span};
@@ -79,7 +79,6 @@ const UNSUPPORTED_DIRECTIVES: &[&str] = &[
     "comp",
     "init",
     "functor",
-    "pragma",
     "limitsize",
     "plan",
     "override",
@@ -352,6 +351,7 @@ impl<'a> Parser<'a> {
             "printsize" => self
                 .io_directive(start, DirectiveKind::PrintSize)
                 .map(Item::Directive),
+            "pragma" => self.pragma(start).map(Item::Pragma),
             other if UNSUPPORTED_DIRECTIVES.contains(&other) => Err(self.error(
                 start.to(keyword.span),
                 format!("the `.{other}` directive is not supported"),
@@ -360,6 +360,35 @@ impl<'a> Parser<'a> {
                 start.to(keyword.span),
                 format!("unknown directive `.{other}`"),
             )),
+        }
+    }
+
+    /// `"key" "value"` or `"key"`, after `.pragma`.
+    fn pragma(&mut self, start: Span) -> PResult<Pragma> {
+        let key = match self.peek_kind()? {
+            TokenKind::Str(_) => self.string()?,
+            _ => {
+                return Err(self.expected(
+                    "a quoted option name after `.pragma`, such as `.pragma \"magic-transform\" \"*\"`",
+                ));
+            }
+        };
+        let value = match self.peek_kind()? {
+            TokenKind::Str(_) => Some(self.string()?),
+            _ => None,
+        };
+        Ok(Pragma {
+            key,
+            value,
+            span: self.span_from(start),
+        })
+    }
+
+    /// The string token that is next (checked by the caller), escapes resolved.
+    fn string(&mut self) -> PResult<String> {
+        match self.bump()?.kind {
+            TokenKind::Str(s) => Ok(s),
+            _ => Err(self.expected("a string")),
         }
     }
 
@@ -1712,6 +1741,30 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         assert_err("a(x) :- b(x)", 1, 13, "missing `.` at the end of the rule");
         assert_err("a(1)\nb(2).", 1, 5, "missing `.` at the end of the fact");
         assert_err("a(1)", 1, 5, "missing `.` at the end of the fact");
+    }
+
+    #[test]
+    fn pragmas_with_and_without_a_value() {
+        let p =
+            parse_ok(".pragma \"magic-transform\" \"*\"\n.pragma \"legacy\"\n.decl r(x: number)\n");
+        let pragmas: Vec<_> = p
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Pragma(p) => Some((p.key.as_str(), p.value.as_deref(), p.span.start)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            pragmas,
+            [("magic-transform", Some("*"), 0), ("legacy", None, 30)]
+        );
+        assert_err(
+            ".pragma magic-transform",
+            1,
+            9,
+            "expected a quoted option name after `.pragma`, such as `.pragma \"magic-transform\" \"*\"`, found `magic`",
+        );
     }
 
     #[test]

@@ -148,9 +148,30 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, "error")
+    }
+}
+
+/// A [`Diagnostic`] shown as a warning (`file:line:col: warning: ...`): see
+/// [`Diagnostic::as_warning`].
+pub struct Warning<'a>(&'a Diagnostic);
+
+impl fmt::Display for Warning<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, "warning")
+    }
+}
+
+impl Diagnostic {
+    /// The same text as `Display`, labelled `warning:` instead of `error:`.
+    pub fn as_warning(&self) -> Warning<'_> {
+        Warning(self)
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, label: &str) -> fmt::Result {
         write!(
             f,
-            "{}:{}:{}: error: {}",
+            "{}:{}:{}: {label}: {}",
             self.file, self.line, self.col, self.message
         )?;
         if let Some((text, col, width)) = &self.snippet {

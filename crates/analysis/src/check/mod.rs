@@ -79,7 +79,30 @@ pub fn analyse_with(
         facts,
         strata,
         symbols: cx.symbols,
+        warnings: pragma_warnings(file, program),
     })
+}
+
+/// A warning for each `.pragma`: dynalog accepts every one (no program fails because of
+/// one) and acts on none. Soufflé's pragmas set its command-line options; the one that
+/// matters for evaluation, `magic-transform`, asks for demand-driven evaluation, which
+/// dynalog does not do: every relation is evaluated in full, with the same results.
+fn pragma_warnings(file: &SourceFile, program: &ast::Program) -> Vec<Diagnostic> {
+    program
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ast::Item::Pragma(p) => Some(Diagnostic::at(
+                file,
+                p.span,
+                match p.key.as_str() {
+                    "magic-transform" => "`.pragma \"magic-transform\"` is ignored: dynalog has no demand-driven evaluation, so every relation is evaluated in full (the results are the same)".to_string(),
+                    key => format!("`.pragma \"{key}\"` is ignored: dynalog takes its options from the command line"),
+                },
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One argument of a query pattern (see [`lower_pattern`]).

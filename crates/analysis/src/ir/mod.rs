@@ -14,7 +14,7 @@ mod display;
 pub use display::Show;
 
 use crate::value::{SymbolTable, Type, Value};
-use dynalog_syntax::{ArithOp, CmpOp, Span};
+use dynalog_syntax::{ArithOp, CmpOp, Diagnostic, Span};
 use std::collections::BTreeMap;
 
 /// Index of a relation in [`Program::relations`].
@@ -158,6 +158,9 @@ pub struct Program {
     pub strata: Vec<Stratum>,
     /// Symbols of the program's constants; fact loading interns into the same table.
     pub symbols: SymbolTable,
+    /// What the analysis accepted but the user should know (a `.pragma` dynalog does
+    /// not act on), in source order; shown with [`Diagnostic::as_warning`].
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Program {

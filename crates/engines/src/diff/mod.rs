@@ -383,6 +383,7 @@ impl Diff {
                 facts: Vec::new(),
                 strata: Vec::new(),
                 symbols: program.symbols.clone(),
+                warnings: Vec::new(),
             },
             workers: workers.max(1),
             idle_merge_effort,

@@ -513,6 +513,7 @@ mod tests {
                     facts: Vec::new(),
                     strata: Vec::new(),
                     symbols: SymbolTable::new(),
+                    warnings: Vec::new(),
                 },
             }
         }
@@ -1772,6 +1773,7 @@ mod bench {
                 },
             ],
             symbols: SymbolTable::new(),
+            warnings: Vec::new(),
         };
         let mut engine = Seminaive::new(program);
         let stats = engine.commit().unwrap();

@@ -440,7 +440,7 @@ impl Materialization {
             match item {
                 Item::Rule(r) if !r.body.is_empty() => wanted.push((r.canonical(), r.span)),
                 other => {
-                    let span = item_span(other);
+                    let span = other.span();
                     let d = Diagnostic::at(&file, span, "only rules can be removed this way");
                     return Err(LiveError::Parse(d));
                 }
@@ -803,15 +803,6 @@ pub(crate) fn with_period(text: &str) -> String {
         t.to_string()
     } else {
         format!("{t}.")
-    }
-}
-
-fn item_span(item: &Item) -> Span {
-    match item {
-        Item::Type(t) => t.span,
-        Item::Decl(d) => d.span,
-        Item::Directive(d) => d.span,
-        Item::Rule(r) => r.span,
     }
 }
 
