@@ -220,6 +220,30 @@ impl Expr {
 }
 
 impl Rule {
+    /// The rule's own text, rebuilt from the written text of its head and body literals
+    /// in `source` (the text it was parsed from): for one of the rules that a written
+    /// rule with several heads or disjuncts stands for, whose span is the whole written
+    /// rule. Rules in the study's syntax are one per span: their span's text.
+    pub fn text_of_parts(&self, source: &str) -> String {
+        let slice = |s: Span| source.get(s.start as usize..s.end as usize).unwrap_or("");
+        if self.style != Style::Souffle {
+            return slice(self.span).to_string();
+        }
+        let body: Vec<&str> = self
+            .body
+            .iter()
+            .map(|l| match l {
+                Literal::Positive(a) => slice(a.span),
+                Literal::Negative(_, s) | Literal::Compare { span: s, .. } => slice(*s),
+            })
+            .collect();
+        if body.is_empty() {
+            format!("{}.", slice(self.head.span))
+        } else {
+            format!("{} :- {}.", slice(self.head.span), body.join(", "))
+        }
+    }
+
     /// The rule in a canonical text form, for recognising the same rule written
     /// differently: whitespace, comments, the surface syntax (`:-` or `<- [...]`) and
     /// the names of variables do not matter (variables are renumbered by their first

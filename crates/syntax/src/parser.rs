@@ -74,6 +74,11 @@ pub const MAX_EXPR_DEPTH: usize = 128;
 /// [`MAX_EXPR_DEPTH`]).
 type Sub = (Expr, Span, usize);
 
+/// How many rules one written rule may stand for (its heads times the disjuncts of its
+/// body): `(a(x) ; b(x)), (c(x) ; d(x)), ...` doubles with each group, so the expansion is
+/// bounded like every other size that input controls.
+pub const MAX_EXPANDED_RULES: usize = 1024;
+
 /// Soufflé directives that exist but that dynalog does not support.
 const UNSUPPORTED_DIRECTIVES: &[&str] = &[
     "comp",
@@ -299,19 +304,19 @@ impl<'a> Parser<'a> {
                 TokenKind::Eof => return Ok(Program { items }),
                 TokenKind::Dot => {
                     let dot = self.bump()?;
-                    items.push(self.directive(dot)?);
+                    items.extend(self.directive(dot)?);
                 }
                 TokenKind::Ident(_) => {
                     let name = self.bump()?;
-                    items.push(Item::Rule(self.rule(name)?));
+                    items.extend(self.rule(name)?.into_iter().map(Item::Rule));
                 }
                 _ => return Err(self.expected("a rule, a fact or a directive")),
             }
         }
     }
 
-    /// A directive, after its `.`.
-    fn directive(&mut self, dot: Token) -> PResult<Item> {
+    /// A directive, after its `.` (`.decl a, b(...)` is one declaration per name).
+    fn directive(&mut self, dot: Token) -> PResult<Vec<Item>> {
         let name = match self.peek()? {
             Token {
                 kind: TokenKind::Ident(name),
@@ -326,7 +331,10 @@ impl<'a> Parser<'a> {
         };
         let keyword = self.bump()?;
         let start = dot.span;
-        match name.as_str() {
+        if name == "decl" {
+            return Ok(self.rel_decls(start)?.into_iter().map(Item::Decl).collect());
+        }
+        let item = match name.as_str() {
             "type" => self.type_decl(start).map(Item::Type),
             "number_type" | "symbol_type" => {
                 let name_ident = self.expect_ident(&format!("a type name after `.{name}`"))?;
@@ -341,7 +349,6 @@ impl<'a> Parser<'a> {
                     span,
                 }))
             }
-            "decl" => self.rel_decl(start).map(Item::Decl),
             "input" => self
                 .io_directive(start, DirectiveKind::Input)
                 .map(Item::Directive),
@@ -360,7 +367,8 @@ impl<'a> Parser<'a> {
                 start.to(keyword.span),
                 format!("unknown directive `.{other}`"),
             )),
-        }
+        };
+        Ok(vec![item?])
     }
 
     /// `"key" "value"` or `"key"`, after `.pragma`.
@@ -421,8 +429,29 @@ impl<'a> Parser<'a> {
     }
 
     /// `.decl r(a: number, b: symbol) qualifier*`, after `.decl`.
-    fn rel_decl(&mut self, start: Span) -> PResult<RelDecl> {
-        let name = self.expect_ident("a relation name after `.decl`")?;
+    /// `.decl a, b(columns) qualifiers`, after `.decl`: one declaration per name, with the
+    /// same columns and qualifiers, each spanning the whole directive.
+    fn rel_decls(&mut self, start: Span) -> PResult<Vec<RelDecl>> {
+        let mut names = Vec::new();
+        let mut last = self.expect_ident("a relation name after `.decl`")?;
+        while self.eat(&TokenKind::Comma)?.is_some() {
+            names.push(last);
+            last = self.expect_ident("a relation name after `,`")?;
+        }
+        let decl = self.rel_decl(start, last)?;
+        let mut decls: Vec<RelDecl> = names
+            .into_iter()
+            .map(|name| RelDecl {
+                name,
+                ..decl.clone()
+            })
+            .collect();
+        decls.push(decl);
+        Ok(decls)
+    }
+
+    /// The columns and qualifiers of the relation `name`, after `.decl name`.
+    fn rel_decl(&mut self, start: Span, name: Ident) -> PResult<RelDecl> {
         self.expect(
             &TokenKind::LParen,
             &format!("`(` after the relation name `{}`", name.name),
@@ -537,7 +566,9 @@ impl<'a> Parser<'a> {
     // ---- rules ----------------------------------------------------------------
 
     /// A rule or fact, after the head's relation name.
-    fn rule(&mut self, name: Token) -> PResult<Rule> {
+    /// A rule in either syntax. A Soufflé rule with several heads or with disjunctions
+    /// is several rules (see [`Parser::souffle_rule`]).
+    fn rule(&mut self, name: Token) -> PResult<Vec<Rule>> {
         let ident = self.ident(name);
         let open = match self.peek()? {
             Token {
@@ -552,55 +583,190 @@ impl<'a> Parser<'a> {
             }
         };
         if self.lexer.paper_arrow_follows(open) {
-            self.paper_rule(ident)
+            Ok(vec![self.paper_rule(ident)?])
         } else {
             self.souffle_rule(ident)
         }
     }
 
-    /// `head.` or `head :- literal, ... .`
-    fn souffle_rule(&mut self, name: Ident) -> PResult<Rule> {
-        let head = self.atom(name)?;
-        let mut body = Vec::new();
-        let end = match self.peek_kind()?.clone() {
-            TokenKind::Dot => self.bump()?.span,
+    /// `head.` or `head, ... :- body.`, where a body is conjunctions separated by `;`
+    /// and a conjunction's items are literals or parenthesized bodies. As in Soufflé,
+    /// the rule stands for one rule per head and per disjunct of the body in disjunctive
+    /// normal form (`a(x), b(x) :- c(x) ; d(x).` is four rules), in that order, each
+    /// with the whole rule's span.
+    fn souffle_rule(&mut self, name: Ident) -> PResult<Vec<Rule>> {
+        let mut heads = vec![self.atom(name)?];
+        while self.eat(&TokenKind::Comma)?.is_some() {
+            let name = self.expect_ident("another head atom after `,`")?;
+            heads.push(self.atom(name)?);
+        }
+        let (bodies, end) = match self.peek_kind()?.clone() {
+            TokenKind::Dot if heads.len() == 1 => (vec![Vec::new()], self.bump()?.span),
+            TokenKind::Dot => {
+                let span = self.peek()?.span;
+                return Err(self.error(
+                    span,
+                    "a fact has one atom: several heads need a body (`a(x), b(x) :- c(x).`)",
+                ));
+            }
             TokenKind::ColonDash => {
                 self.bump()?;
-                loop {
-                    body.push(self.literal()?);
-                    match self.peek_kind()?.clone() {
-                        TokenKind::Comma => {
-                            self.bump()?;
-                        }
-                        TokenKind::Dot => break self.bump()?.span,
-                        TokenKind::Semi => {
-                            let span = self.peek()?.span;
-                            return Err(self
-                                .error(span, "disjunction (`;`) in rule bodies is not supported"));
-                        }
-                        _ if self.next_on_new_line()? => {
-                            return Err(self.missing("`.` at the end of the rule"));
-                        }
-                        _ => return Err(self.expected("`,` or `.` after a body literal")),
+                let bodies = self.disjunction(None)?;
+                match self.peek_kind()?.clone() {
+                    TokenKind::Dot => (bodies, self.bump()?.span),
+                    TokenKind::RParen => {
+                        let span = self.peek()?.span;
+                        return Err(self.error(span, "`)` without a matching `(` in the rule body"));
                     }
+                    _ if self.next_on_new_line()? => {
+                        return Err(self.missing("`.` at the end of the rule"));
+                    }
+                    _ => return Err(self.expected("`,`, `;` or `.` after a body literal")),
                 }
-            }
-            TokenKind::Comma => {
-                self.bump()?;
-                let span = self.peek()?.span;
-                return Err(self.error(span, "a rule has exactly one head atom"));
             }
             _ if self.next_on_new_line()? => {
                 return Err(self.missing("`.` at the end of the fact"));
             }
             _ => return Err(self.expected("`:-` or `.` after the rule head")),
         };
-        Ok(Rule {
-            span: head.span.to(end),
-            head,
-            body,
-            style: Style::Souffle,
-        })
+        let span = heads[0].span.to(end);
+        let mut rules = Vec::with_capacity(heads.len() * bodies.len());
+        for head in heads {
+            for body in &bodies {
+                rules.push(Rule {
+                    span,
+                    head: head.clone(),
+                    body: body.clone(),
+                    style: Style::Souffle,
+                });
+            }
+        }
+        if rules.len() > MAX_EXPANDED_RULES {
+            return Err(self.error(
+                span,
+                format!(
+                    "this rule stands for {} rules (heads × disjuncts), more than {MAX_EXPANDED_RULES}",
+                    rules.len()
+                ),
+            ));
+        }
+        Ok(rules)
+    }
+
+    /// A body: conjunctions separated by `;`, up to the `.` (or the `)` closing the
+    /// group opened at `open`); its disjuncts, each a list of literals.
+    fn disjunction(&mut self, open: Option<Span>) -> PResult<Vec<Vec<Literal>>> {
+        let mut bodies = Vec::new();
+        loop {
+            bodies.extend(self.conjunction()?);
+            if bodies.len() > MAX_EXPANDED_RULES {
+                let span = self.peek()?.span;
+                return Err(self.too_many_disjuncts(open.unwrap_or(span)));
+            }
+            if self.eat(&TokenKind::Semi)?.is_none() {
+                return Ok(bodies);
+            }
+        }
+    }
+
+    /// Items separated by `,`: literals and parenthesized bodies; the disjuncts of
+    /// their conjunction (the product of the groups' disjuncts).
+    fn conjunction(&mut self) -> PResult<Vec<Vec<Literal>>> {
+        let mut product: Vec<Vec<Literal>> = vec![Vec::new()];
+        loop {
+            if self.group_follows()? {
+                let open = self.bump()?.span;
+                self.enter(open)?;
+                let inner = self.disjunction(Some(open));
+                self.leave();
+                let inner = inner?;
+                self.expect(&TokenKind::RParen, "`)` to close the parenthesized body")?;
+                if product.len().saturating_mul(inner.len()) > MAX_EXPANDED_RULES {
+                    return Err(self.too_many_disjuncts(open));
+                }
+                product = product
+                    .iter()
+                    .flat_map(|prefix| {
+                        inner.iter().map(move |alt| {
+                            let mut body = prefix.clone();
+                            body.extend(alt.iter().cloned());
+                            body
+                        })
+                    })
+                    .collect();
+            } else {
+                let literal = self.literal()?;
+                for body in &mut product {
+                    body.push(literal.clone());
+                }
+            }
+            if self.eat(&TokenKind::Comma)?.is_none() {
+                return Ok(product);
+            }
+        }
+    }
+
+    /// Whether a `(` opens a parenthesized body rather than an expression: before its
+    /// matching `)`, outside the arguments of functor calls, there is something no
+    /// expression holds: a `;`, a `,`, a comparison operator, a `!` or an atom
+    /// (`name(` where `name` is not a functor). Linear in the tokens scanned; past
+    /// [`MAX_EXPR_DEPTH`] nested parentheses it answers yes, and parsing the group then
+    /// refuses it as too deep.
+    fn group_follows(&mut self) -> PResult<bool> {
+        if self.peek_kind()? != &TokenKind::LParen {
+            return Ok(false);
+        }
+        let mut ahead = self.lexer;
+        // Per open parenthesis: whether it holds a functor's arguments.
+        let mut open = vec![false];
+        let mut after_functor = false;
+        loop {
+            let token = ahead.next_token()?;
+            let in_call = open.iter().any(|&call| call);
+            let functor = std::mem::take(&mut after_functor);
+            match token.kind {
+                TokenKind::LParen if open.len() > MAX_EXPR_DEPTH => return Ok(true),
+                TokenKind::LParen => open.push(functor),
+                TokenKind::RParen => {
+                    open.pop();
+                    if open.is_empty() {
+                        return Ok(false);
+                    }
+                }
+                TokenKind::Semi
+                | TokenKind::Comma
+                | TokenKind::Bang
+                | TokenKind::Eq
+                | TokenKind::Ne
+                | TokenKind::Lt
+                | TokenKind::Le
+                | TokenKind::Gt
+                | TokenKind::Ge
+                    if !in_call =>
+                {
+                    return Ok(true);
+                }
+                TokenKind::Ident(name) => {
+                    let mut next = ahead;
+                    if next.next_token()?.kind == TokenKind::LParen {
+                        if FUNCTORS.contains(&name.as_str()) {
+                            after_functor = true;
+                        } else {
+                            return Ok(true);
+                        }
+                    }
+                }
+                TokenKind::Dot | TokenKind::Eof => return Ok(false),
+                _ => {}
+            }
+        }
+    }
+
+    fn too_many_disjuncts(&self, at: Span) -> PError {
+        self.error(
+            at,
+            format!("the disjunctions of this rule stand for more than {MAX_EXPANDED_RULES} rules"),
+        )
     }
 
     /// `name(expr, ...)`, after the name.
@@ -1088,6 +1254,15 @@ mod tests {
             (e.line, e.col, e.message.as_str()),
             (line, col, message),
             "for {text:?}:\n{e}"
+        );
+    }
+
+    /// [`assert_err`] for a message that starts with `prefix`.
+    fn assert_err_starts(text: &str, line: usize, col: usize, prefix: &str) {
+        let e = parse_err(text);
+        assert!(
+            (e.line, e.col) == (line, col) && e.message.starts_with(prefix),
+            "for {text:?}, expected {line}:{col}: {prefix}...; got:\n{e}"
         );
     }
 
@@ -1605,7 +1780,7 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "a(x) :- b(x),\n  c(x) d(x).",
             2,
             8,
-            "expected `,` or `.` after a body literal, found `d`",
+            "expected `,`, `;` or `.` after a body literal, found `d`",
         );
         assert_err("a(x) :- .", 1, 9, "expected an expression, found `.`");
         assert_err(
@@ -1814,29 +1989,121 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         );
     }
 
+    /// The rules of `text`, each printed back in canonical form.
+    fn rules_of(text: &str) -> Vec<String> {
+        parse_ok(text)
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Rule(r) => Some(r.canonical()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn disjunctions_and_several_heads_are_several_rules() {
+        let single = |t: &str| rules_of(t);
+        assert_eq!(
+            rules_of("a(x) :- b(x) ; c(x), d(x)."),
+            [
+                single("a(x) :- b(x).")[0].clone(),
+                single("a(x) :- c(x), d(x).")[0].clone()
+            ]
+        );
+        // A parenthesized body is one item of its conjunction: the product.
+        assert_eq!(
+            rules_of("a(x) :- (b(x) ; c(x)), (d(x) ; !e(x)), x > 1."),
+            [
+                "a(x) :- b(x), d(x), x > 1.",
+                "a(x) :- b(x), !e(x), x > 1.",
+                "a(x) :- c(x), d(x), x > 1.",
+                "a(x) :- c(x), !e(x), x > 1.",
+            ]
+            .map(|r| single(r)[0].clone())
+        );
+        // Several heads: one rule per head and disjunct, heads first.
+        assert_eq!(
+            rules_of("a(x), b(x) :- c(x) ; (d(x))."),
+            [
+                "a(x) :- c(x).",
+                "a(x) :- d(x).",
+                "b(x) :- c(x).",
+                "b(x) :- d(x).",
+            ]
+            .map(|r| single(r)[0].clone())
+        );
+        // Comparisons in a group, and nested groups.
+        assert_eq!(
+            rules_of("a(x) :- b(x), (x = 1 ; x = 2 ; ((x > 5, x < 7))), x != (x + 1) * 2."),
+            [
+                "a(x) :- b(x), x = 1, x != (x + 1) * 2.",
+                "a(x) :- b(x), x = 2, x != (x + 1) * 2.",
+                "a(x) :- b(x), x > 5, x < 7, x != (x + 1) * 2.",
+            ]
+            .map(|r| rules_of(r)[0].clone())
+        );
+        // A parenthesized expression is still an expression.
+        assert_eq!(
+            rules_of("a(x) :- b(x), (x + 1) * 2 > 3 ; c(x)."),
+            [
+                single("a(x) :- b(x), (x + 1) * 2 > 3.")[0].clone(),
+                single("a(x) :- c(x).")[0].clone()
+            ]
+        );
+        // Every generated rule has the span of the whole rule.
+        let p = parse_ok("a(x) :- b(x) ; c(x).");
+        let spans: Vec<_> = p
+            .items
+            .iter()
+            .map(|i| match i {
+                Item::Rule(r) => (r.span.start, r.span.end),
+                _ => (0, 0),
+            })
+            .collect();
+        assert_eq!(spans, [(0, 20), (0, 20)]);
+    }
+
     #[test]
     fn error_disjunction() {
-        assert_err(
-            "a(x) :- b(x) ; c(x).",
-            1,
-            14,
-            "disjunction (`;`) in rule bodies is not supported",
-        );
         assert_err(
             "a(?x) <- [b(?x); c(?x)]",
             1,
             16,
             "disjunction (`;`) in rule bodies is not supported",
         );
+        assert_err_starts("a(x) :- b(x) ; .", 1, 16, "expected");
+        assert_err(
+            "a(x) :- (b(x) ; c(x).",
+            1,
+            21,
+            "expected `)` to close the parenthesized body, found `.`",
+        );
+        assert_err(
+            "a(x) :- b(x)).",
+            1,
+            13,
+            "`)` without a matching `(` in the rule body",
+        );
+        // 2^11 disjuncts: bounded, at the group that crosses the bound.
+        let groups = ["(b(x) ; c(x))"; 11].join(", ");
+        assert_err(
+            &format!("a(x) :- {groups}."),
+            1,
+            159,
+            "the disjunctions of this rule stand for more than 1024 rules",
+        );
+        let deep = format!("a(x) :- {}b(x){}.", "(".repeat(200), ")".repeat(200));
+        assert_err_starts(&deep, 1, 137, "expression nested too deeply");
     }
 
     #[test]
     fn error_multiple_heads() {
-        assert_err(
-            "a(x), b(x) :- c(x).",
+        assert_err_starts(
+            "a(1), b(2).",
             1,
-            7,
-            "a rule has exactly one head atom",
+            11,
+            "a fact has one atom: several heads need a body",
         );
     }
 

@@ -63,12 +63,24 @@ pub fn analyse_with(
     cx.apply_directives(program)?;
     let mut rules = Vec::new();
     let mut facts = Vec::new();
-    for item in &program.items {
+    for (i, item) in program.items.iter().enumerate() {
         if let ast::Item::Rule(rule) = item {
             if rule.body.is_empty() {
                 facts.push(cx.fact(rule)?);
             } else {
-                rules.push(cx.rule(rule)?);
+                let mut checked = cx.rule(rule)?;
+                // One of the rules a written rule with several heads or disjuncts stands
+                // for (they share its span): its own text.
+                let shared = |j: usize| {
+                    program
+                        .items
+                        .get(j)
+                        .is_some_and(|o| o.span() == item.span())
+                };
+                if shared(i + 1) || (i > 0 && shared(i - 1)) {
+                    checked.text = rule.text_of_parts(&file.text);
+                }
+                rules.push(checked);
             }
         }
     }

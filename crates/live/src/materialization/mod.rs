@@ -378,27 +378,38 @@ impl Materialization {
         let mut known: std::collections::HashSet<String> =
             rules.into_iter().map(|(c, _)| c).collect();
         let mut present = Vec::new();
-        let mut bytes = text.clone().into_bytes();
-        for item in &ast.items {
-            if let Item::Rule(r) = item
-                && !r.body.is_empty()
-                && !known.insert(r.canonical())
-            {
+        let mut staged = 0;
+        let mut replacements = Vec::new();
+        // A written rule with several heads or disjuncts is several rules with one span.
+        for group in items_by_span(&ast.items) {
+            let (new, old): (Vec<&Item>, Vec<&Item>) = group.iter().partition(|item| match item {
+                Item::Rule(r) if !r.body.is_empty() => known.insert(r.canonical()),
+                _ => true,
+            });
+            staged += new.len();
+            if old.is_empty() {
+                continue;
+            }
+            let span = group[0].span();
+            if new.is_empty() {
                 present.push(
-                    text[r.span.start as usize..r.span.end as usize]
+                    text[span.start as usize..span.end as usize]
                         .trim()
                         .to_string(),
                 );
-                blank(&mut bytes, r.span);
+            } else {
+                present.extend(old.iter().map(|item| item_text(&text, item)));
             }
+            let kept: Vec<String> = new.iter().map(|item| item_text(&text, item)).collect();
+            replacements.push((span, kept.join(" ")));
         }
-        let staged = ast.items.len() - present.len();
+        let text = replace_spans(&text, replacements);
         if staged > 0 {
             let pending = self.pending_text.get_or_insert_with(|| self.text.clone());
             if !pending.ends_with('\n') {
                 pending.push('\n');
             }
-            pending.push_str(&String::from_utf8_lossy(&bytes));
+            pending.push_str(&text);
             pending.push('\n');
         }
         Ok(AddedRules { staged, present })
@@ -449,29 +460,41 @@ impl Materialization {
         if wanted.is_empty() {
             return Err(LiveError::Invalid("no rule given".into()));
         }
-        let (current, rules) = self.current_rules()?;
-        let mut spans: Vec<Span> = Vec::new();
-        for (canonical, span) in &wanted {
-            let mut found = false;
-            for (_, s) in rules.iter().filter(|(c, _)| c == canonical) {
-                found = true;
-                if !spans.contains(s) {
-                    spans.push(*s);
-                }
-            }
-            if !found {
+        let (current, _) = self.current_rules()?;
+        let program_file = SourceFile::new(self.name.clone(), current.clone());
+        let program_ast = dynalog_syntax::parse(&program_file)
+            .map_err(|d| LiveError::Rules(format!("the program no longer parses: {d}")))?;
+        let canonical = |item: &Item| match item {
+            Item::Rule(r) if !r.body.is_empty() => Some(r.canonical()),
+            _ => None,
+        };
+        for (c, span) in &wanted {
+            if !program_ast
+                .items
+                .iter()
+                .any(|i| canonical(i).as_ref() == Some(c))
+            {
                 let d = Diagnostic::at(&file, *span, "no such rule in the program");
                 return Err(LiveError::Parse(d));
             }
         }
-        let mut bytes = current.into_bytes();
-        for s in &spans {
-            blank(&mut bytes, *s);
+        // Every rule of the program whose canonical form is wanted goes; a written rule
+        // that stands for several keeps the others, written out one by one.
+        let mut removed = 0;
+        let mut replacements = Vec::new();
+        for group in items_by_span(&program_ast.items) {
+            let (gone, kept): (Vec<&Item>, Vec<&Item>) = group
+                .iter()
+                .partition(|i| canonical(i).is_some_and(|c| wanted.iter().any(|(w, _)| *w == c)));
+            if gone.is_empty() {
+                continue;
+            }
+            removed += gone.len();
+            let kept: Vec<String> = kept.iter().map(|i| item_text(&current, i)).collect();
+            replacements.push((group[0].span(), kept.join(" ")));
         }
-        // Only ASCII bytes of a rule were replaced by spaces, except inside multi-byte
-        // characters, which a span boundary never splits; turn lossy just in case.
-        self.pending_text = Some(String::from_utf8_lossy(&bytes).into_owned());
-        Ok(spans.len())
+        self.pending_text = Some(replace_spans(&current, replacements));
+        Ok(removed)
     }
 
     /// Stage one change written as a command line of `dynalog session`: `+ FACT.`,
@@ -788,12 +811,45 @@ fn is_rule(text: &str) -> bool {
 
 /// Replace the bytes of `span` by spaces, keeping line breaks (so the lines and
 /// offsets of the rest of the text stay as they were).
-fn blank(bytes: &mut [u8], span: Span) {
-    for b in &mut bytes[span.start as usize..span.end as usize] {
-        if *b != b'\n' {
-            *b = b' ';
+/// The items of a program in order, grouped by written span: a rule with several heads
+/// or disjuncts is several items with the span of the whole rule.
+fn items_by_span(items: &[Item]) -> Vec<Vec<&Item>> {
+    let mut groups: Vec<Vec<&Item>> = Vec::new();
+    for item in items {
+        match groups.last_mut() {
+            Some(group) if group[0].span() == item.span() => group.push(item),
+            _ => groups.push(vec![item]),
         }
     }
+    groups
+}
+
+/// The text of one item of `text`: a rule is rebuilt from the written text of its head
+/// and body literals (one rule of a written rule that stands for several), any other
+/// item is its span.
+fn item_text(text: &str, item: &Item) -> String {
+    match item {
+        Item::Rule(r) => r.text_of_parts(text),
+        other => text[other.span().start as usize..other.span().end as usize].to_string(),
+    }
+}
+
+/// `text` with each span replaced by its text (spans do not overlap). Lines are kept:
+/// the newlines of a replaced span follow its replacement, so positions after it stay
+/// on the same line numbers.
+fn replace_spans(text: &str, mut replacements: Vec<(Span, String)>) -> String {
+    replacements.sort_by_key(|(s, _)| s.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (span, with) in replacements {
+        let (start, end) = (span.start as usize, span.end as usize);
+        out.push_str(&text[at..start]);
+        out.push_str(&with);
+        out.extend(text[start..end].chars().filter(|&c| c == '\n'));
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// `text` ending with a period (a fact or rule typed without one).
