@@ -27,16 +27,7 @@ fn every_engine_derives_what_souffle_derives() {
         ("b", &["1", "3"]),
         ("c", &["2", "4"]),
     ];
-    for engine in ["seminaive", "diff", "relational", "chibi", "remat"] {
-        let out = dir.path().join(engine);
-        std::fs::create_dir(&out).expect("out dir");
-        let (ok, _, stderr) = run_program(
-            &program,
-            dir.path(),
-            out.to_str().expect("utf-8"),
-            &["--engine", engine],
-        );
-        assert!(ok, "{engine}: {stderr}");
+    for (engine, out) in run_with_every_engine(&program, dir.path(), dir.path(), "p") {
         for (relation, lines) in expected {
             assert_eq!(
                 sorted_lines(&out.join(format!("{relation}.csv"))),

@@ -50,16 +50,7 @@ fn float_equality_is_ieee_on_every_engine() {
     let dir = tempfile::tempdir().expect("temp dir");
     let program = dir.path().join("floats.dl");
     std::fs::write(&program, CASES).expect("write");
-    for engine in ["seminaive", "diff", "relational", "chibi", "remat"] {
-        let out = dir.path().join(engine);
-        std::fs::create_dir(&out).expect("out dir");
-        let (ok, _, stderr) = run_program(
-            &program,
-            dir.path(),
-            out.to_str().expect("utf-8"),
-            &["--engine", engine],
-        );
-        assert!(ok, "{engine}: {stderr}");
+    for (engine, out) in run_with_every_engine(&program, dir.path(), dir.path(), "cases") {
         let mut got = sorted_lines(&out.join("case.csv"));
         got.sort_by_key(|n| n.parse::<i32>().unwrap_or(i32::MAX));
         assert_eq!(got, EXPECTED, "{engine}");
@@ -76,16 +67,7 @@ fn the_issue_example_gives_zero_and_one() {
         ".decl A(x: float)\n.output A\nA(0.0).\nA(x + 1) :- A(x), x = -0.0.\n",
     )
     .expect("write");
-    for engine in ["seminaive", "diff", "relational", "chibi", "remat"] {
-        let out = dir.path().join(engine);
-        std::fs::create_dir(&out).expect("out dir");
-        let (ok, _, stderr) = run_program(
-            &program,
-            dir.path(),
-            out.to_str().expect("utf-8"),
-            &["--engine", engine],
-        );
-        assert!(ok, "{engine}: {stderr}");
+    for (engine, out) in run_with_every_engine(&program, dir.path(), dir.path(), "a") {
         assert_eq!(sorted_lines(&out.join("A.csv")), ["0", "1"], "{engine}");
     }
 }

@@ -39,16 +39,8 @@ fn every_engine_writes_what_souffle_wrote() {
         let expected = dir.join("expected");
         let outputs = file_names(&expected);
         assert!(!outputs.is_empty(), "{case}: no expected outputs");
-        for engine in ["seminaive", "diff", "relational", "chibi", "remat"] {
-            let out = out_root.path().join(format!("{case}-{engine}"));
-            std::fs::create_dir(&out).expect("out dir");
-            let (ok, _, stderr) = run_program(
-                &dir.join("program.dl"),
-                &facts,
-                out.to_str().expect("utf-8"),
-                &["--engine", engine],
-            );
-            assert!(ok, "{case} with {engine}: {stderr}");
+        let runs = run_with_every_engine(&dir.join("program.dl"), &facts, out_root.path(), case);
+        for (engine, out) in runs {
             assert_eq!(
                 file_names(&out),
                 outputs,

@@ -196,3 +196,29 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// Run `dynalog run PROGRAM -F FACTS -D DIR --engine E` with every engine, each writing
+/// into its own new folder `scratch/NAME-E`; fails the test if a run fails. Returns the
+/// engines with their output folders.
+pub fn run_with_every_engine(
+    program: &Path,
+    facts: &Path,
+    scratch: &Path,
+    name: &str,
+) -> Vec<(&'static str, PathBuf)> {
+    dynalog_engines::ENGINE_NAMES
+        .iter()
+        .map(|&engine| {
+            let out = scratch.join(format!("{name}-{engine}"));
+            std::fs::create_dir(&out).expect("out dir");
+            let (ok, _, stderr) = run_program(
+                program,
+                facts,
+                out.to_str().expect("utf-8 path"),
+                &["--engine", engine],
+            );
+            assert!(ok, "{name} with {engine}: {stderr}");
+            (engine, out)
+        })
+        .collect()
+}
