@@ -172,6 +172,31 @@ fn floats_beyond_32_bits_are_errors_not_infinities() {
 }
 
 #[test]
+fn unsigned_constants_are_unsigned_only() {
+    let e = fails(".decl n(x: number)\n.output n\nn(1u).\n", &[]);
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:3",
+        "type mismatch: column 1 of `n` is a number, but `1u` is an unsigned constant",
+    );
+    let e = fails(
+        ".decl n(x: number)\n.output n\nn(1).\nn(x) :- n(y), x = y + 1u.\n",
+        &[],
+    );
+    assert_error(
+        &e,
+        "DIR/prog.dl:4:23",
+        "type mismatch: this expression is a number, but `1u` is an unsigned constant",
+    );
+    let e = fails(".decl u(x: unsigned)\n.output u\nu(4294967296u).\n", &[]);
+    assert_error(
+        &e,
+        "DIR/prog.dl:3:3",
+        "4294967296u does not fit in a 32-bit unsigned",
+    );
+}
+
+#[test]
 fn missing_input_file() {
     let e = fails(".decl e(x: number)\n.input e\n.output e\n", &[]);
     assert_error(&e, "DIR/prog.dl:2:1", "cannot read the input of `e`");

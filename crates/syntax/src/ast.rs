@@ -187,6 +187,8 @@ pub enum Number {
     Int(i128),
     /// A literal with a `.` or an exponent.
     Float(f64),
+    /// An integer literal with the `u` suffix (`1u`): an unsigned constant only.
+    Unsigned(u128),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -308,6 +310,9 @@ fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
         }
         Expr::Num(Number::Float(x), _) => {
             let _ = write!(out, "{x:?}");
+        }
+        Expr::Num(Number::Unsigned(n), _) => {
+            let _ = write!(out, "{n}u");
         }
         Expr::Neg(inner, _) => {
             out.push_str("-(");

@@ -27,6 +27,8 @@ pub enum TokenKind {
     Ident(String),
     /// An integer literal; the parser checks that it fits an `i128`.
     Int(u128),
+    /// An integer literal with the `u` suffix of unsigned constants (`1u`, `0xffu`).
+    Unsigned(u128),
     /// A float literal (with a fraction or an exponent), within the range of a 32-bit
     /// float (`f32::MAX` in magnitude; smaller numbers may round to zero).
     Float(f64),
@@ -349,6 +351,13 @@ impl<'a> Lexer<'a> {
         } else {
             digits_end(self, start + 2, radix)
         };
+        // `1u`: an unsigned constant (a `u` right after an integer, nothing after it).
+        let unsigned = !is_float
+            && self.byte(end) == Some(b'u')
+            && self.ident_end(end + 1) == end + 1
+            && !(radix != 10 && end == start + 2);
+        let digits_until = end;
+        let end = if unsigned { end + 1 } else { end };
         // A literal glued to letters (`2x`, `0b12`, `0x`) is malformed.
         let glued_end = self.ident_end(end);
         if glued_end > end || (radix != 10 && end == start + 2) {
@@ -375,8 +384,10 @@ impl<'a> Lexer<'a> {
                 }
             }
         } else {
-            let digits = if radix == 10 { text } else { &text[2..] };
+            let number = &self.src[start..digits_until];
+            let digits = if radix == 10 { number } else { &number[2..] };
             match u128::from_str_radix(digits, radix) {
+                Ok(v) if unsigned => TokenKind::Unsigned(v),
                 Ok(v) => TokenKind::Int(v),
                 Err(_) => {
                     return Err(self.error(
@@ -597,7 +608,12 @@ mod tests {
             lex_all(&u128::MAX.to_string()).unwrap(),
             vec![Int(u128::MAX)]
         );
-        for bad in ["2x", "0b12", "0x", "1e5x"] {
+        // Unsigned constants: a `u` right after an integer.
+        assert_eq!(
+            lex_all("1u 0x1Fu 0b11u 4294967295u").unwrap(),
+            vec![Unsigned(1), Unsigned(31), Unsigned(3), Unsigned(4294967295)]
+        );
+        for bad in ["2x", "0b12", "0x", "1e5x", "1ux", "1.5u", "0xu", "1e3u"] {
             let err = lex_all(bad).unwrap_err();
             assert!(
                 err.message.starts_with("invalid number literal"),

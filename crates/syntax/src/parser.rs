@@ -1086,6 +1086,10 @@ impl<'a> Parser<'a> {
                 self.bump()?;
                 Expr::Num(Number::Float(v), span)
             }
+            TokenKind::Unsigned(v) => {
+                self.bump()?;
+                Expr::Num(Number::Unsigned(v), span)
+            }
             TokenKind::Str(s) => {
                 self.bump()?;
                 Expr::Str(s, span)
@@ -1296,6 +1300,7 @@ mod tests {
             Expr::Str(s, _) => format!("{s:?}"),
             Expr::Num(Number::Int(v), _) => v.to_string(),
             Expr::Num(Number::Float(v), _) => format!("{v:?}"),
+            Expr::Num(Number::Unsigned(v), _) => format!("{v}u"),
             Expr::Neg(inner, _) => format!("(neg {})", show(inner)),
             Expr::Binary { op, lhs, rhs, .. } => {
                 format!("({} {} {})", show(lhs), op.as_str(), show(rhs))

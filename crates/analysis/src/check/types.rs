@@ -294,6 +294,15 @@ impl Checker<'_> {
                 .encode_int(*n)
                 .ok_or_else(|| self.err(*span, format!("{n} does not fit in a 32-bit {t}"))),
             (ast::Expr::Num(ast::Number::Float(x), _), Type::Float) => Ok((*x as f32).to_bits()),
+            (ast::Expr::Num(ast::Number::Unsigned(n), span), Type::Unsigned) => u32::try_from(*n)
+                .map_err(|_| self.err(*span, format!("{n}u does not fit in a 32-bit unsigned"))),
+            (ast::Expr::Num(ast::Number::Unsigned(n), span), t) => Err(self.err(
+                *span,
+                format!(
+                    "type mismatch: {what} is {} {t}, but `{n}u` is an unsigned constant",
+                    article(t)
+                ),
+            )),
             (ast::Expr::Num(ast::Number::Float(_), span), t) => Err(self.err(
                 *span,
                 format!(
@@ -313,6 +322,7 @@ impl Slots {
             ast::Expr::Var(v) => types[self.slot(v) as usize].as_ref().map(|t| t.0),
             ast::Expr::Str(..) => Some(Type::Symbol),
             ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
+            ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
             ast::Expr::Num(..) | ast::Expr::Wildcard(_) => None,
             ast::Expr::Neg(i, _) => self.infer(i, types),
             ast::Expr::Binary { lhs, rhs, .. } => {
