@@ -19,6 +19,6 @@ pub mod value;
 pub use check::{
     MAX_BODY_LITERALS, Options, PatternArg, analyse, analyse_with, lower_fact, lower_pattern,
 };
-pub use dynalog_syntax::{ArithOp, CmpOp};
+pub use dynalog_syntax::{ArithOp, CmpOp, UnaryOp};
 pub use ir::*;
 pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, Type, Value};

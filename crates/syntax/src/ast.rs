@@ -159,6 +159,8 @@ impl CmpOp {
     }
 }
 
+/// A binary operator of an expression. Every operand and the result have the same
+/// type; [`ArithOp::integral`] says which work only on `number` and `unsigned`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ArithOp {
     Add,
@@ -166,9 +168,35 @@ pub enum ArithOp {
     Mul,
     Div,
     Mod,
+    /// `^`
+    Pow,
+    /// `band`
+    BAnd,
+    /// `bor`
+    BOr,
+    /// `bxor`
+    BXor,
+    /// `bshl`
+    BShl,
+    /// `bshr`: arithmetic for `number`, logical for `unsigned`.
+    BShr,
+    /// `bshru`: logical.
+    BShru,
+    /// `land` (1 or 0)
+    LAnd,
+    /// `lor` (1 or 0)
+    LOr,
+    /// `lxor` (1 or 0)
+    LXor,
+    /// The functor `min(a, b)` (with more arguments: nested, `min(min(a, b), c)`).
+    Min,
+    /// The functor `max(a, b)`.
+    Max,
 }
 
 impl ArithOp {
+    /// The operator as written: a symbol, an infix keyword, or a functor's name
+    /// (see [`ArithOp::is_functor`]).
     pub fn as_str(self) -> &'static str {
         match self {
             ArithOp::Add => "+",
@@ -176,6 +204,58 @@ impl ArithOp {
             ArithOp::Mul => "*",
             ArithOp::Div => "/",
             ArithOp::Mod => "%",
+            ArithOp::Pow => "^",
+            ArithOp::BAnd => "band",
+            ArithOp::BOr => "bor",
+            ArithOp::BXor => "bxor",
+            ArithOp::BShl => "bshl",
+            ArithOp::BShr => "bshr",
+            ArithOp::BShru => "bshru",
+            ArithOp::LAnd => "land",
+            ArithOp::LOr => "lor",
+            ArithOp::LXor => "lxor",
+            ArithOp::Min => "min",
+            ArithOp::Max => "max",
+        }
+    }
+
+    /// Written as a call, `min(a, b)`, rather than infix.
+    pub fn is_functor(self) -> bool {
+        matches!(self, ArithOp::Min | ArithOp::Max)
+    }
+
+    /// Defined on `number` and `unsigned` only (the bitwise and logical operators).
+    pub fn integral(self) -> bool {
+        matches!(
+            self,
+            ArithOp::BAnd
+                | ArithOp::BOr
+                | ArithOp::BXor
+                | ArithOp::BShl
+                | ArithOp::BShr
+                | ArithOp::BShru
+                | ArithOp::LAnd
+                | ArithOp::LOr
+                | ArithOp::LXor
+        )
+    }
+}
+
+/// A prefix operator other than unary minus (which is [`Expr::Neg`]); defined on
+/// `number` and `unsigned` only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum UnaryOp {
+    /// `bnot`
+    BNot,
+    /// `lnot` (1 or 0)
+    LNot,
+}
+
+impl UnaryOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnaryOp::BNot => "bnot",
+            UnaryOp::LNot => "lnot",
         }
     }
 }
@@ -203,6 +283,8 @@ pub enum Expr {
     Num(Number, Span),
     /// Unary minus applied to a non-literal.
     Neg(Box<Expr>, Span),
+    /// `bnot x`, `lnot x`.
+    Unary(UnaryOp, Box<Expr>, Span),
     Binary {
         op: ArithOp,
         lhs: Box<Expr>,
@@ -216,6 +298,7 @@ impl Expr {
         match self {
             Expr::Var(i) => i.span,
             Expr::Wildcard(s) | Expr::Str(_, s) | Expr::Num(_, s) | Expr::Neg(_, s) => *s,
+            Expr::Unary(_, _, s) => *s,
             Expr::Binary { span, .. } => *span,
         }
     }
@@ -317,6 +400,20 @@ fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
         Expr::Neg(inner, _) => {
             out.push_str("-(");
             canonical_expr(inner, vars, out);
+            out.push(')');
+        }
+        Expr::Unary(op, inner, _) => {
+            out.push_str(op.as_str());
+            out.push_str(" (");
+            canonical_expr(inner, vars, out);
+            out.push(')');
+        }
+        Expr::Binary { op, lhs, rhs, .. } if op.is_functor() => {
+            out.push_str(op.as_str());
+            out.push('(');
+            canonical_expr(lhs, vars, out);
+            out.push_str(", ");
+            canonical_expr(rhs, vars, out);
             out.push(')');
         }
         Expr::Binary { op, lhs, rhs, .. } => {

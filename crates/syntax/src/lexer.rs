@@ -82,6 +82,8 @@ pub enum TokenKind {
     Slash,
     /// `%`
     Percent,
+    /// `^` (power)
+    Caret,
     /// `!`
     Bang,
     /// `?` (only meaningful in the study's syntax, where [`Lexer::paper_arg`] handles it).
@@ -267,6 +269,7 @@ impl<'a> Lexer<'a> {
             (b'*', _) => (TokenKind::Star, 1),
             (b'/', _) => (TokenKind::Slash, 1),
             (b'%', _) => (TokenKind::Percent, 1),
+            (b'^', _) => (TokenKind::Caret, 1),
             (b'!', _) => (TokenKind::Bang, 1),
             (b'?', _) => (TokenKind::Question, 1),
             (b'@', _) => (TokenKind::At, 1),
@@ -570,13 +573,14 @@ mod tests {
     #[test]
     fn punctuation_and_operators() {
         use TokenKind::*;
-        let toks = lex_all("( ) [ ] { } , . : :- <: ; | = != < <= > >= + - * / % ! ? @ $").unwrap();
+        let toks =
+            lex_all("( ) [ ] { } , . : :- <: ; | = != < <= > >= + - * / % ^ ! ? @ $").unwrap();
         assert_eq!(
             toks,
             vec![
                 LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Dot, Colon, ColonDash,
                 Subtype, Semi, Pipe, Eq, Ne, Lt, Le, Gt, Ge, Plus, Minus, Star, Slash, Percent,
-                Bang, Question, At, Dollar
+                Caret, Bang, Question, At, Dollar
             ]
         );
         // `x<-3` is `x < -3` in Soufflé syntax.

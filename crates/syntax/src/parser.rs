@@ -35,7 +35,7 @@
 
 use crate::ast::{
     ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Ident, Item, Literal, Number, Pragma,
-    Program, RelDecl, Rule, Style, TypeDecl,
+    Program, RelDecl, Rule, Style, TypeDecl, UnaryOp,
 };
 use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
 use crate::source::{Diagnostic, SourceFile, Span};
@@ -92,7 +92,7 @@ const UNSUPPORTED_DIRECTIVES: &[&str] = &[
     "include",
 ];
 
-/// Soufflé's built-in functors (reserved words there).
+/// Soufflé's built-in functors (reserved words there) that dynalog does not support.
 const FUNCTORS: &[&str] = &[
     "cat",
     "strlen",
@@ -111,20 +111,70 @@ const FUNCTORS: &[&str] = &[
     "range",
     "as",
     "autoinc",
-    "min",
-    "max",
-    "band",
-    "bor",
-    "bxor",
-    "bnot",
-    "bshl",
-    "bshr",
-    "bshru",
-    "land",
-    "lor",
-    "lxor",
-    "lnot",
 ];
+
+/// The built-in functors dynalog evaluates: `min(a, b, ...)` and `max(a, b, ...)`.
+fn functor_op(name: &str) -> Option<ArithOp> {
+    match name {
+        "min" => Some(ArithOp::Min),
+        "max" => Some(ArithOp::Max),
+        _ => None,
+    }
+}
+
+/// The infix keyword operators (`x band y`).
+fn infix_keyword(name: &str) -> Option<ArithOp> {
+    Some(match name {
+        "band" => ArithOp::BAnd,
+        "bor" => ArithOp::BOr,
+        "bxor" => ArithOp::BXor,
+        "bshl" => ArithOp::BShl,
+        "bshr" => ArithOp::BShr,
+        "bshru" => ArithOp::BShru,
+        "land" => ArithOp::LAnd,
+        "lor" => ArithOp::LOr,
+        "lxor" => ArithOp::LXor,
+        _ => return None,
+    })
+}
+
+/// The prefix keyword operators (`bnot x`).
+fn prefix_keyword(name: &str) -> Option<UnaryOp> {
+    match name {
+        "bnot" => Some(UnaryOp::BNot),
+        "lnot" => Some(UnaryOp::LNot),
+        _ => None,
+    }
+}
+
+/// A binary operator and its precedence, loosest 0, as in Soufflé: `lor`, `lxor`,
+/// `land`, `bor`, `bxor`, `band`, the shifts, `+ -`, `* / %` (all left-associative).
+/// Tighter still are the prefix operators (`-`, `bnot`, `lnot`) and tightest `^`
+/// (right-associative), so `-x ^ 2` is `-(x ^ 2)`, as in Soufflé 2.5.
+fn binary_op(kind: &TokenKind) -> Option<(ArithOp, u8)> {
+    let op = match kind {
+        TokenKind::Plus => ArithOp::Add,
+        TokenKind::Minus => ArithOp::Sub,
+        TokenKind::Star => ArithOp::Mul,
+        TokenKind::Slash => ArithOp::Div,
+        TokenKind::Percent => ArithOp::Mod,
+        TokenKind::Ident(name) => infix_keyword(name)?,
+        _ => return None,
+    };
+    let prec = match op {
+        ArithOp::LOr => 0,
+        ArithOp::LXor => 1,
+        ArithOp::LAnd => 2,
+        ArithOp::BOr => 3,
+        ArithOp::BXor => 4,
+        ArithOp::BAnd => 5,
+        ArithOp::BShl | ArithOp::BShr | ArithOp::BShru => 6,
+        ArithOp::Add | ArithOp::Sub => 7,
+        ArithOp::Mul | ArithOp::Div | ArithOp::Mod => 8,
+        ArithOp::Pow | ArithOp::Min | ArithOp::Max => return None,
+    };
+    Some((op, prec))
+}
 
 /// Soufflé's built-in constraints, written like atoms in a rule body.
 const CONSTRAINTS: &[&str] = &["match", "contains"];
@@ -749,7 +799,7 @@ impl<'a> Parser<'a> {
                 TokenKind::Ident(name) => {
                     let mut next = ahead;
                     if next.next_token()?.kind == TokenKind::LParen {
-                        if FUNCTORS.contains(&name.as_str()) {
+                        if FUNCTORS.contains(&name.as_str()) || functor_op(&name).is_some() {
                             after_functor = true;
                         } else {
                             return Ok(true);
@@ -817,7 +867,11 @@ impl<'a> Parser<'a> {
                     ));
                 }
                 // An atom, unless it turns out to be a functor call in a comparison.
-                if !FUNCTORS.contains(&name.as_str()) {
+                if !FUNCTORS.contains(&name.as_str())
+                    && functor_op(name).is_none()
+                    && infix_keyword(name).is_none()
+                    && prefix_keyword(name).is_none()
+                {
                     let name = self.bump()?;
                     let atom = self.atom(self.ident(name))?;
                     if let Some(op) = self.operator_next()? {
@@ -870,7 +924,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// The spelling of the next token if it is a comparison or arithmetic operator.
+    /// The spelling of the next token if it is a comparison or binary operator.
     fn operator_next(&mut self) -> PResult<Option<&'static str>> {
         Ok(match self.peek_kind()? {
             TokenKind::Eq => Some(CmpOp::Eq.as_str()),
@@ -879,12 +933,8 @@ impl<'a> Parser<'a> {
             TokenKind::Le => Some(CmpOp::Le.as_str()),
             TokenKind::Gt => Some(CmpOp::Gt.as_str()),
             TokenKind::Ge => Some(CmpOp::Ge.as_str()),
-            TokenKind::Plus => Some(ArithOp::Add.as_str()),
-            TokenKind::Minus => Some(ArithOp::Sub.as_str()),
-            TokenKind::Star => Some(ArithOp::Mul.as_str()),
-            TokenKind::Slash => Some(ArithOp::Div.as_str()),
-            TokenKind::Percent => Some(ArithOp::Mod.as_str()),
-            _ => None,
+            TokenKind::Caret => Some(ArithOp::Pow.as_str()),
+            kind => binary_op(kind).map(|(op, _)| op.as_str()),
         })
     }
 
@@ -893,43 +943,24 @@ impl<'a> Parser<'a> {
     // Each returns the expression and its extent, which unlike the expression's own
     // span includes enclosing parentheses (so `(x + 1) * 2` spans from the `(`).
 
-    /// `term (("+" | "-") term)*`
+    /// An expression: binary operators by precedence (see [`binary_op`]).
     fn expr(&mut self) -> PResult<(Expr, Span)> {
-        let (expr, ext, _) = self.sum()?;
+        let (expr, ext, _) = self.binary(0)?;
         Ok((expr, ext))
     }
 
-    /// [`Parser::expr`] with its depth.
-    fn sum(&mut self) -> PResult<Sub> {
-        self.left_assoc(Self::term, |k| match k {
-            TokenKind::Plus => Some(ArithOp::Add),
-            TokenKind::Minus => Some(ArithOp::Sub),
-            _ => None,
-        })
-    }
-
-    /// `unary (("*" | "/" | "%") unary)*`
-    fn term(&mut self) -> PResult<Sub> {
-        self.left_assoc(Self::unary, |k| match k {
-            TokenKind::Star => Some(ArithOp::Mul),
-            TokenKind::Slash => Some(ArithOp::Div),
-            TokenKind::Percent => Some(ArithOp::Mod),
-            _ => None,
-        })
-    }
-
-    /// One left-associative precedence level: `operand (op operand)*`, where `op_of`
-    /// says which tokens are this level's operators. Iterative, but the tree it builds
-    /// grows one level per operator, so each operator is checked against the bound.
-    fn left_assoc(
-        &mut self,
-        operand: fn(&mut Self) -> PResult<Sub>,
-        op_of: fn(&TokenKind) -> Option<ArithOp>,
-    ) -> PResult<Sub> {
-        let (mut lhs, mut ext, mut depth) = operand(self)?;
-        while let Some(op) = op_of(self.peek_kind()?) {
+    /// `unary (op unary)*` for the operators of precedence `min_prec` or tighter, by
+    /// precedence climbing: left-associative, and the recursion is at most as deep as
+    /// there are precedence levels. The tree grows one level per operator, so each
+    /// operator is checked against the bound.
+    fn binary(&mut self, min_prec: u8) -> PResult<Sub> {
+        let (mut lhs, mut ext, mut depth) = self.unary()?;
+        while let Some((op, prec)) = binary_op(self.peek_kind()?) {
+            if prec < min_prec {
+                break;
+            }
             let op_tok = self.bump()?;
-            let (rhs, rhs_ext, rhs_depth) = operand(self)?;
+            let (rhs, rhs_ext, rhs_depth) = self.binary(prec + 1)?;
             depth = self.one_deeper(depth.max(rhs_depth), op_tok.span)?;
             ext = ext.to(rhs_ext);
             lhs = Expr::Binary {
@@ -973,34 +1004,80 @@ impl<'a> Parser<'a> {
         self.depth -= 1;
     }
 
-    /// `"-" unary | primary`.
+    /// `("-" | "bnot" | "lnot") unary | power`. A minus before a numeric literal makes
+    /// a negative literal (`-5`), unless `^` follows: `-2 ^ 2` is `-(2 ^ 2)`.
     fn unary(&mut self) -> PResult<Sub> {
-        let Some(minus) = self.eat(&TokenKind::Minus)? else {
-            return self.primary();
+        let tok = self.peek()?.clone();
+        let prefix = match &tok.kind {
+            TokenKind::Minus => None,
+            TokenKind::Ident(name) => match prefix_keyword(name) {
+                Some(op) => Some(op),
+                None => return self.power(),
+            },
+            _ => return self.power(),
         };
-        // `-5` is the literal -5; `-x` and `-(5)` are negations.
-        if let TokenKind::Int(_) | TokenKind::Float(_) = self.peek_kind()? {
-            let (expr, span) = self.negative_literal(minus.span)?;
+        self.bump()?;
+        if prefix.is_none()
+            && matches!(self.peek_kind()?, TokenKind::Int(_) | TokenKind::Float(_))
+            && self.peek2()?.kind != TokenKind::Caret
+        {
+            let (expr, span) = self.negative_literal(tok.span)?;
             return Ok((expr, span, 0));
         }
-        self.enter(minus.span)?;
+        self.enter(tok.span)?;
         let inner = self.unary();
         self.leave();
         let (inner, ext, depth) = inner?;
-        let depth = self.one_deeper(depth, minus.span)?;
-        let span = minus.span.to(ext);
-        Ok((Expr::Neg(Box::new(inner), span), span, depth))
+        let depth = self.one_deeper(depth, tok.span)?;
+        let span = tok.span.to(ext);
+        let expr = match prefix {
+            None => Expr::Neg(Box::new(inner), span),
+            Some(op) => Expr::Unary(op, Box::new(inner), span),
+        };
+        Ok((expr, span, depth))
     }
 
-    /// `"(" expr ")"` or a leaf. (The recursive path is kept in small functions, and
-    /// the leaves in [`Parser::leaf`], so that each nesting level costs little stack.)
+    /// `primary ("^" unary)?`: right-associative, and its right operand may be a
+    /// prefix operation (`2 ^ -x`).
+    fn power(&mut self) -> PResult<Sub> {
+        let (lhs, ext, depth) = self.primary()?;
+        let Some(caret) = self.eat(&TokenKind::Caret)? else {
+            return Ok((lhs, ext, depth));
+        };
+        self.enter(caret.span)?;
+        let rhs = self.unary();
+        self.leave();
+        let (rhs, rhs_ext, rhs_depth) = rhs?;
+        let depth = self.one_deeper(depth.max(rhs_depth), caret.span)?;
+        let ext = ext.to(rhs_ext);
+        let expr = Expr::Binary {
+            op: ArithOp::Pow,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+            span: ext,
+        };
+        Ok((expr, ext, depth))
+    }
+
+    /// `"(" expr ")"`, a functor call, or a leaf. (The recursive path is kept in small
+    /// functions, and the leaves in [`Parser::leaf`], so that each nesting level costs
+    /// little stack.)
     fn primary(&mut self) -> PResult<Sub> {
+        let functor = match self.peek_kind()? {
+            TokenKind::Ident(name) => functor_op(name),
+            _ => None,
+        };
+        if let Some(op) = functor
+            && self.peek2()?.kind == TokenKind::LParen
+        {
+            return self.functor(op);
+        }
         let Some(open) = self.eat(&TokenKind::LParen)? else {
             let (expr, span) = self.leaf()?;
             return Ok((expr, span, 0));
         };
         self.enter(open.span)?;
-        let inner = self.sum();
+        let inner = self.binary(0);
         self.leave();
         let (inner, _, depth) = inner?;
         let close = self.expect(
@@ -1009,6 +1086,54 @@ impl<'a> Parser<'a> {
         )?;
         let depth = self.one_deeper(depth, open.span)?;
         Ok((inner, open.span.to(close.span), depth))
+    }
+
+    /// `min(a, b, ...)` or `max(a, b, ...)`: at least two arguments, nested from the
+    /// left (`min(min(a, b), c)`).
+    fn functor(&mut self, op: ArithOp) -> PResult<Sub> {
+        let name = self.bump()?;
+        let open = self.bump()?;
+        self.enter(open.span)?;
+        let args = self.functor_args(op);
+        self.leave();
+        let (args, close) = args?;
+        let span = name.span.to(close);
+        let mut args = args.into_iter();
+        let (Some((mut expr, _, mut depth)), true) = (args.next(), args.len() >= 1) else {
+            return Err(self.error(
+                span,
+                format!(
+                    "`{0}` takes at least two arguments: `{0}(a, b, ...)`",
+                    op.as_str()
+                ),
+            ));
+        };
+        for (rhs, _, rhs_depth) in args {
+            depth = self.one_deeper(depth.max(rhs_depth), name.span)?;
+            expr = Expr::Binary {
+                op,
+                lhs: Box::new(expr),
+                rhs: Box::new(rhs),
+                span,
+            };
+        }
+        let depth = self.one_deeper(depth, open.span)?;
+        Ok((expr, span, depth))
+    }
+
+    /// The arguments of a functor call after its `(`, and the span of its `)`.
+    fn functor_args(&mut self, op: ArithOp) -> PResult<(Vec<Sub>, Span)> {
+        let mut args = Vec::new();
+        loop {
+            args.push(self.binary(0)?);
+            if self.eat(&TokenKind::Comma)?.is_some() {
+                continue;
+            }
+            if let Some(close) = self.eat(&TokenKind::RParen)? {
+                return Ok((args, close.span));
+            }
+            return Err(self.expected(&format!("`,` or `)` in `{}(...)`", op.as_str())));
+        }
     }
 
     /// A numeric literal after a unary minus at `minus`.
@@ -1043,6 +1168,12 @@ impl<'a> Parser<'a> {
                     self.bump()?;
                     return Ok((Expr::Wildcard(span), span));
                 }
+                if infix_keyword(&name).is_some() {
+                    return Err(self.error(
+                        span,
+                        format!("`{name}` is an infix operator (`x {name} y`), not a value"),
+                    ));
+                }
                 let next = self.peek2()?.kind;
                 let aggregate = AGGREGATES.contains(&name.as_str());
                 if next == TokenKind::LParen {
@@ -1055,7 +1186,7 @@ impl<'a> Parser<'a> {
                     } else {
                         format!(
                             "`{name}(...)` cannot appear inside an expression \
-                             (atoms do not nest, and functors are not supported)"
+                             (atoms do not nest, and only the `min` and `max` functors are supported)"
                         )
                     };
                     return Err(self.error(span, msg));
@@ -1302,6 +1433,7 @@ mod tests {
             Expr::Num(Number::Float(v), _) => format!("{v:?}"),
             Expr::Num(Number::Unsigned(v), _) => format!("{v}u"),
             Expr::Neg(inner, _) => format!("(neg {})", show(inner)),
+            Expr::Unary(op, inner, _) => format!("({} {})", op.as_str(), show(inner)),
             Expr::Binary { op, lhs, rhs, .. } => {
                 format!("({} {} {})", show(lhs), op.as_str(), show(rhs))
             }
@@ -1592,6 +1724,69 @@ mod tests {
         for (src, want) in cases {
             assert_eq!(show(&expr_of(src)), want, "{src}");
         }
+    }
+
+    /// Soufflé 2.5's precedence, loosest first: lor, lxor, land, bor, bxor, band, the
+    /// shifts, + -, * / %, the prefix operators, ^ (right-associative). Each case was
+    /// checked against Soufflé 2.5's results (e.g. `-2 ^ 2` is -4, `bnot 2 ^ 2` is -5).
+    #[test]
+    fn operator_precedence_and_associativity() {
+        let cases = [
+            ("a lor b lxor c", "(a lor (b lxor c))"),
+            ("a lxor b land c", "(a lxor (b land c))"),
+            ("a land b bor c", "(a land (b bor c))"),
+            ("a bor b bxor c", "(a bor (b bxor c))"),
+            ("a bxor b band c", "(a bxor (b band c))"),
+            ("a band b bshl c", "(a band (b bshl c))"),
+            ("a bshl b + c", "(a bshl (b + c))"),
+            ("a bshl b bshr c bshru d", "(((a bshl b) bshr c) bshru d)"),
+            ("1 + 2 band 3", "((1 + 2) band 3)"),
+            ("a lor b lor c", "((a lor b) lor c)"),
+            ("a * b ^ c", "(a * (b ^ c))"),
+            ("a ^ b ^ c", "(a ^ (b ^ c))"),
+            ("a ^ b * c", "((a ^ b) * c)"),
+            ("-x ^ 2", "(neg (x ^ 2))"),
+            ("-2 ^ 2", "(neg (2 ^ 2))"),
+            ("-2 * 2", "(-2 * 2)"),
+            ("2 ^ -x", "(2 ^ (neg x))"),
+            ("2 ^ -x ^ 2", "(2 ^ (neg (x ^ 2)))"),
+            ("bnot x ^ 2", "(bnot (x ^ 2))"),
+            ("bnot x * 2", "((bnot x) * 2)"),
+            ("lnot bnot -x", "(lnot (bnot (neg x)))"),
+            ("- bnot x", "(neg (bnot x))"),
+            ("bnot(5)", "(bnot 5)"),
+            ("min(a, b)", "(a min b)"),
+            ("max(a, b + 1, c)", "((a max (b + 1)) max c)"),
+            ("min(a, b) ^ 2", "((a min b) ^ 2)"),
+        ];
+        for (src, want) in cases {
+            assert_eq!(show(&expr_of(src)), want, "{src}");
+        }
+        assert_err(
+            "c(min(1)).",
+            1,
+            3,
+            "`min` takes at least two arguments: `min(a, b, ...)`",
+        );
+        assert_err(
+            "c(max(1 2)).",
+            1,
+            9,
+            "expected `,` or `)` in `max(...)`, found `2`",
+        );
+        assert_err(
+            "c(x) :- a(x), x = band 1.",
+            1,
+            19,
+            "`band` is an infix operator (`x band y`), not a value",
+        );
+        // Canonical forms keep functors and prefix operators apart.
+        let a = only_rule("c(x) :- a(x), x = min(x, 1).");
+        let b = only_rule("c(y) :- a(y), y = min(y, 1).");
+        assert_eq!(a.canonical(), b.canonical());
+        assert_eq!(a.canonical(), "c(v0) :- a(v0), v0 = min(v0, 1).");
+        let c = only_rule("c(x) :- a(x), x = bnot x ^ 2.");
+        assert_eq!(c.canonical(), "c(v0) :- a(v0), v0 = bnot ((v0 ^ 2)).");
     }
 
     #[test]
@@ -2048,6 +2243,16 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             ]
             .map(|r| rules_of(r)[0].clone())
         );
+        // A functor call is no atom: `(min(x, 3) + 1)` is an expression.
+        assert_eq!(
+            rules_of("a(x) :- b(x), (min(x, 3) + 1) * 2 > 3 ; (x = max(x, 1) ; c(x))."),
+            [
+                "a(x) :- b(x), (min(x, 3) + 1) * 2 > 3.",
+                "a(x) :- x = max(x, 1).",
+                "a(x) :- c(x).",
+            ]
+            .map(|r| rules_of(r)[0].clone())
+        );
         // A parenthesized expression is still an expression.
         assert_eq!(
             rules_of("a(x) :- b(x), (x + 1) * 2 > 3 ; c(x)."),
@@ -2172,7 +2377,7 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "c(b(x)) :- a(x).",
             1,
             3,
-            "`b(...)` cannot appear inside an expression (atoms do not nest, and functors are not supported)",
+            "`b(...)` cannot appear inside an expression (atoms do not nest, and only the `min` and `max` functors are supported)",
         );
         assert_err(
             "c(@f(x)) :- a(x).",

@@ -39,6 +39,7 @@ impl Checker<'_> {
             ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
             ast::Expr::Neg(inner, span)
+            | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {
                 lhs: inner, span, ..
             } => {
@@ -48,9 +49,11 @@ impl Checker<'_> {
                         format!("type mismatch: {what} is a symbol, but this is arithmetic"),
                     ));
                 }
+                self.integral_only(e, ty)?;
                 let lhs = self.const_expr(inner, ty, what)?;
                 let value = match e {
                     ast::Expr::Neg(..) => crate::ir::eval_neg(ty, lhs),
+                    ast::Expr::Unary(op, ..) => crate::ir::eval_unary(*op, ty, lhs),
                     ast::Expr::Binary { op, rhs, .. } => {
                         let rhs = self.const_expr(rhs, ty, what)?;
                         crate::ir::eval_arith(*op, ty, lhs, rhs)

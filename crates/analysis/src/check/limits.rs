@@ -54,7 +54,10 @@ impl Checker<'_> {
                     if count > MAX_BODY_LITERALS {
                         break;
                     }
-                    if matches!(arg, ast::Expr::Neg(..) | ast::Expr::Binary { .. }) {
+                    if matches!(
+                        arg,
+                        ast::Expr::Neg(..) | ast::Expr::Unary(..) | ast::Expr::Binary { .. }
+                    ) {
                         count += 1;
                         at = arg.span();
                     }
@@ -84,7 +87,9 @@ impl Checker<'_> {
                 ));
             }
             match e {
-                ast::Expr::Neg(inner, _) => stack.push((inner, depth + 1)),
+                ast::Expr::Neg(inner, _) | ast::Expr::Unary(_, inner, _) => {
+                    stack.push((inner, depth + 1))
+                }
                 ast::Expr::Binary { lhs, rhs, .. } => {
                     stack.push((rhs, depth + 1));
                     stack.push((lhs, depth + 1));

@@ -265,7 +265,7 @@ impl Checker<'_> {
 fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
     match e {
         ast::Expr::Var(v) => f(v),
-        ast::Expr::Neg(i, _) => visit_vars(i, f),
+        ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => visit_vars(i, f),
         ast::Expr::Binary { lhs, rhs, .. } => {
             visit_vars(lhs, f);
             visit_vars(rhs, f);

@@ -211,7 +211,7 @@ fn ir_visit_vars(e: &ir::Expr, f: &mut impl FnMut(VarId)) {
             ir_visit_vars(lhs, f);
             ir_visit_vars(rhs, f);
         }
-        ir::Expr::Neg(_, e) => ir_visit_vars(e, f),
+        ir::Expr::Neg(_, e) | ir::Expr::Unary(_, _, e) => ir_visit_vars(e, f),
     }
 }
 

@@ -508,3 +508,76 @@ fn long_names_get_no_hint_and_no_quadratic_distance() {
         "did you mean `edge`?",
     );
 }
+
+#[test]
+fn integral_operators_are_refused_on_floats_and_symbols() {
+    let decl = ".decl f(x: float)\n.decl g(x: float)\n.decl s(x: symbol)\n";
+    check_err(
+        &format!("{decl}g(y) :- f(x), y = x band 1.0."),
+        4,
+        19,
+        "type mismatch: `band` works on numbers and unsigned, but this expression is a float",
+    );
+    check_err(
+        &format!("{decl}g(lnot x) :- f(x)."),
+        4,
+        3,
+        "`lnot` works on numbers and unsigned",
+    );
+    check_err(
+        &format!("{decl}g(x) :- f(x), x bshl 1.0 > 2.0."),
+        4,
+        15,
+        "`bshl` works on numbers and unsigned",
+    );
+    check_err(
+        &format!("{decl}f(1.0 lor 2.0)."),
+        4,
+        3,
+        "`lor` works on numbers and unsigned",
+    );
+    check_err(
+        &format!("{decl}s(min(x, \"a\")) :- s(x)."),
+        4,
+        3,
+        "arithmetic on symbols",
+    );
+    check_err(
+        &format!("{decl}s(bnot x) :- s(x)."),
+        4,
+        3,
+        "arithmetic on symbols",
+    );
+    // `^`, `min` and `max` work on floats.
+    check(&format!(
+        "{decl}g(x ^ 2.0) :- f(x).\ng(max(x, 0.5, -x)) :- f(x)."
+    ))
+    .unwrap();
+}
+
+#[test]
+fn facts_fold_operators_with_the_evaluator() {
+    let p = check(
+        ".decl r(a: number, b: number, c: number, d: unsigned, e: number, f: float)\n\
+         r(2 ^ 10, bnot 5 bshl 1, min(3, -4, 2), 1 bshl 33, -2 ^ 2, max(1.5, 2.5 ^ 1.0)).\n",
+    )
+    .unwrap();
+    let t = &p.facts[0].1;
+    assert_eq!(t[0] as i32, 1024);
+    assert_eq!(t[1] as i32, -12);
+    assert_eq!(t[2] as i32, -4);
+    assert_eq!(t[3], 2);
+    assert_eq!(t[4] as i32, -4);
+    assert_eq!(f32::from_bits(t[5]), 2.5);
+}
+
+#[test]
+fn operators_lower_and_print() {
+    let p = check(
+        ".decl a(x: number)\n.decl b(x: number)\n\
+         b(y) :- a(x), y = min(x, 2) band bnot x ^ 2.\n",
+    )
+    .unwrap();
+    let shown = p.rules[0].display(&p).to_string();
+    assert!(shown.contains("min(x, 2) band (bnot (x ^ 2))"), "{shown}");
+}

@@ -248,6 +248,7 @@ impl Checker<'_> {
                 ir::Expr::Const(self.constant(e, ty, "this expression")?)
             }
             ast::Expr::Neg(inner, span)
+            | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {
                 lhs: inner, span, ..
             } => {
@@ -257,6 +258,7 @@ impl Checker<'_> {
                         "type mismatch: arithmetic on symbols (this expression must be a symbol)",
                     ));
                 }
+                self.integral_only(e, ty)?;
                 let l = self.expr(rc, inner, ty, var_types)?;
                 match e {
                     ast::Expr::Binary { op, rhs, .. } => ir::Expr::Binary {
@@ -265,10 +267,31 @@ impl Checker<'_> {
                         lhs: Box::new(l),
                         rhs: Box::new(self.expr(rc, rhs, ty, var_types)?),
                     },
+                    ast::Expr::Unary(op, ..) => ir::Expr::Unary(*op, ty, Box::new(l)),
                     _ => ir::Expr::Neg(ty, Box::new(l)),
                 }
             }
         })
+    }
+
+    /// Refuse a bitwise or logical operator (defined on `number` and `unsigned` only)
+    /// at type `ty`, at the operation. (Symbols are refused before, as arithmetic.)
+    pub(super) fn integral_only(&self, e: &ast::Expr, ty: Type) -> Result<(), Diagnostic> {
+        let op = match e {
+            ast::Expr::Unary(op, ..) => op.as_str(),
+            ast::Expr::Binary { op, .. } if op.integral() => op.as_str(),
+            _ => return Ok(()),
+        };
+        if ty == Type::Float {
+            return Err(self.err(
+                e.span(),
+                format!(
+                    "type mismatch: `{op}` works on numbers and unsigned, \
+                     but this expression is a float"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Encode a literal at type `ty`, or explain why it does not fit.
@@ -324,7 +347,7 @@ impl Slots {
             ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
             ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
             ast::Expr::Num(..) | ast::Expr::Wildcard(_) => None,
-            ast::Expr::Neg(i, _) => self.infer(i, types),
+            ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => self.infer(i, types),
             ast::Expr::Binary { lhs, rhs, .. } => {
                 self.infer(lhs, types).or_else(|| self.infer(rhs, types))
             }
@@ -342,7 +365,7 @@ fn article(t: Type) -> &'static str {
 fn is_float_literal(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Num(ast::Number::Float(_), _) => true,
-        ast::Expr::Neg(i, _) => is_float_literal(i),
+        ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => is_float_literal(i),
         ast::Expr::Binary { lhs, rhs, .. } => is_float_literal(lhs) || is_float_literal(rhs),
         _ => false,
     }

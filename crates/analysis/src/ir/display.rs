@@ -139,11 +139,19 @@ impl fmt::Display for Show<'_, Expr> {
         // to know when reading.
         let operand = |f: &mut fmt::Formatter<'_>, e: &Expr| match e {
             Expr::Var(_) | Expr::Const(_) => write!(f, "{}", self.with(e, self.ty)),
+            Expr::Binary { op, .. } if op.is_functor() => write!(f, "{}", self.with(e, self.ty)),
             _ => write!(f, "({})", self.with(e, self.ty)),
         };
         match self.item {
             Expr::Var(v) => f.write_str(self.var(*v)),
             Expr::Const(c) => f.write_str(&self.constant(*c, self.ty)),
+            Expr::Binary { op, lhs, rhs, .. } if op.is_functor() => write!(
+                f,
+                "{}({}, {})",
+                op.as_str(),
+                self.with(&**lhs, self.ty),
+                self.with(&**rhs, self.ty)
+            ),
             Expr::Binary { op, lhs, rhs, .. } => {
                 operand(f, lhs)?;
                 write!(f, " {} ", op.as_str())?;
@@ -153,6 +161,10 @@ impl fmt::Display for Show<'_, Expr> {
                 Expr::Var(v) => write!(f, "-{}", self.var(v)),
                 _ => write!(f, "-({})", self.with(&**e, self.ty)),
             },
+            Expr::Unary(op, _, e) => {
+                write!(f, "{} ", op.as_str())?;
+                operand(f, e)
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ mod display;
 pub use display::Show;
 
 use crate::value::{SymbolTable, Type, Value};
-use dynalog_syntax::{ArithOp, CmpOp, Diagnostic, Span};
+use dynalog_syntax::{ArithOp, CmpOp, Diagnostic, Span, UnaryOp};
 use std::collections::BTreeMap;
 
 /// Index of a relation in [`Program::relations`].
@@ -78,6 +78,8 @@ pub enum Expr {
     },
     /// Unary minus at the given numeric type.
     Neg(Type, Box<Expr>),
+    /// `bnot` or `lnot` at the given type (`Number` or `Unsigned`).
+    Unary(UnaryOp, Type, Box<Expr>),
 }
 
 /// A body atom `r(t1, ..., tn)`.
@@ -190,8 +192,14 @@ impl Program {
     }
 }
 
-/// `lhs op rhs` at numeric type `ty`. Integer arithmetic wraps (32-bit, as in Soufflé);
-/// division or remainder by zero gives `None`. Symbols have no arithmetic (`None`).
+/// `lhs op rhs` at numeric type `ty`, as Soufflé 2.5 computes it with 32-bit numbers:
+/// integer arithmetic wraps; shifts take the amount modulo 32; `^` on integers is
+/// C's `pow` in doubles converted back as x86 does (a `number` out of range or NaN
+/// becomes `i32::MIN`, an `unsigned` keeps the low 32 bits of the 64-bit integer, 0
+/// beyond); `min`/`max` are C++'s `std::min`/`std::max` (the first operand on ties and
+/// NaN); logical operators give 1 or 0. Division or remainder by zero gives `None`
+/// (the rule does not fire), as do the integer-only operators on floats and any
+/// operator on symbols (analysis rejects both).
 pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value> {
     match ty {
         Type::Number => {
@@ -204,6 +212,17 @@ pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value
                     .checked_div(b)
                     .or_else(|| (b == -1).then(|| a.wrapping_neg()))?,
                 ArithOp::Mod => a.checked_rem(b).or_else(|| (b == -1).then_some(0))?,
+                ArithOp::Pow => {
+                    let t = (a as f64).powf(b as f64).trunc();
+                    if (-2_147_483_648.0..=2_147_483_647.0).contains(&t) {
+                        t as i32
+                    } else {
+                        i32::MIN
+                    }
+                }
+                ArithOp::Min => min_of(a, b),
+                ArithOp::Max => max_of(a, b),
+                _ => return integral(op, lhs, rhs, a.wrapping_shr(rhs) as u32),
             };
             Some(r as u32)
         }
@@ -213,6 +232,17 @@ pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value
             ArithOp::Mul => Some(lhs.wrapping_mul(rhs)),
             ArithOp::Div => lhs.checked_div(rhs),
             ArithOp::Mod => lhs.checked_rem(rhs),
+            ArithOp::Pow => {
+                let t = (lhs as f64).powf(rhs as f64).trunc();
+                Some(if t < 9_223_372_036_854_775_808.0 {
+                    t as i64 as u32
+                } else {
+                    0
+                })
+            }
+            ArithOp::Min => Some(min_of(lhs, rhs)),
+            ArithOp::Max => Some(max_of(lhs, rhs)),
+            _ => integral(op, lhs, rhs, lhs.wrapping_shr(rhs)),
         },
         Type::Float => {
             let (a, b) = (f32::from_bits(lhs), f32::from_bits(rhs));
@@ -222,10 +252,42 @@ pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value
                 ArithOp::Mul => a * b,
                 ArithOp::Div => a / b,
                 ArithOp::Mod => a % b,
+                ArithOp::Pow => a.powf(b),
+                ArithOp::Min => min_of(a, b),
+                ArithOp::Max => max_of(a, b),
+                _ => return None,
             };
             Some(r.to_bits())
         }
         Type::Symbol => None,
+    }
+}
+
+/// C++'s `std::min`: `b` only if it is smaller.
+fn min_of<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a { b } else { a }
+}
+
+/// C++'s `std::max`: `b` only if `a` is smaller.
+fn max_of<T: PartialOrd>(a: T, b: T) -> T {
+    if a < b { b } else { a }
+}
+
+/// The integer-only operators on the bits of `number` or `unsigned`; `shr` is `bshr`
+/// at the type (arithmetic for `number`, logical for `unsigned`).
+fn integral(op: ArithOp, a: Value, b: Value, shr: Value) -> Option<Value> {
+    let bool01 = |x: bool| Some(x as Value);
+    match op {
+        ArithOp::BAnd => Some(a & b),
+        ArithOp::BOr => Some(a | b),
+        ArithOp::BXor => Some(a ^ b),
+        ArithOp::BShl => Some(a.wrapping_shl(b)),
+        ArithOp::BShr => Some(shr),
+        ArithOp::BShru => Some(a.wrapping_shr(b)),
+        ArithOp::LAnd => bool01(a != 0 && b != 0),
+        ArithOp::LOr => bool01(a != 0 || b != 0),
+        ArithOp::LXor => bool01((a != 0) != (b != 0)),
+        _ => None,
     }
 }
 
@@ -236,6 +298,18 @@ pub fn eval_neg(ty: Type, v: Value) -> Option<Value> {
         Type::Unsigned => Some(v.wrapping_neg()),
         Type::Float => Some((-f32::from_bits(v)).to_bits()),
         Type::Symbol => None,
+    }
+}
+
+/// `bnot v` or `lnot v` (1 or 0) at `number` or `unsigned`; `None` at other types
+/// (analysis rejects them).
+pub fn eval_unary(op: UnaryOp, ty: Type, v: Value) -> Option<Value> {
+    match ty {
+        Type::Number | Type::Unsigned => Some(match op {
+            UnaryOp::BNot => !v,
+            UnaryOp::LNot => (v == 0) as Value,
+        }),
+        Type::Float | Type::Symbol => None,
     }
 }
 
@@ -273,6 +347,7 @@ impl Expr {
                 eval_arith(*op, *ty, lhs.eval(slots)?, rhs.eval(slots)?)
             }
             Expr::Neg(ty, e) => eval_neg(*ty, e.eval(slots)?),
+            Expr::Unary(op, ty, e) => eval_unary(*op, *ty, e.eval(slots)?),
         }
     }
 }
@@ -352,5 +427,73 @@ mod tests {
         };
         assert_eq!(div0.eval(&[7]), None);
         assert_eq!(neg(div0).eval(&[7]), None);
+    }
+
+    /// Every value here is what Soufflé 2.5 (32-bit) prints for the same operation.
+    #[test]
+    fn operators_as_souffle_computes_them() {
+        let n = |x: i32| x as u32;
+        let num = |op, a: i32, b: i32| eval_arith(op, Type::Number, n(a), n(b)).map(|v| v as i32);
+        use ArithOp::*;
+        // Shifts take the amount modulo 32.
+        assert_eq!(num(BShl, 1, 31), Some(i32::MIN));
+        assert_eq!(num(BShl, 1, 32), Some(1));
+        assert_eq!(num(BShl, 1, 33), Some(2));
+        assert_eq!(num(BShl, 1, -1), Some(i32::MIN));
+        assert_eq!(num(BShr, -8, 1), Some(-4));
+        assert_eq!(num(BShr, -8, 32), Some(-8));
+        assert_eq!(num(BShr, -8, -1), Some(-1));
+        assert_eq!(num(BShru, -8, 1), Some(2147483644));
+        assert_eq!(num(BShru, -8, -1), Some(1));
+        // Power: C's pow in doubles, out of range is i32::MIN.
+        assert_eq!(num(Pow, 2, -1), Some(0));
+        assert_eq!(num(Pow, -1, -1), Some(-1));
+        assert_eq!(num(Pow, -1, -2), Some(1));
+        assert_eq!(num(Pow, 0, -1), Some(i32::MIN));
+        assert_eq!(num(Pow, 0, 0), Some(1));
+        assert_eq!(num(Pow, 3, 19), Some(1162261467));
+        assert_eq!(num(Pow, 3, 20), Some(i32::MIN));
+        assert_eq!(num(Pow, 2, 31), Some(i32::MIN));
+        assert_eq!(num(Pow, -2, 31), Some(i32::MIN));
+        assert_eq!(num(Pow, -1, 31), Some(-1));
+        let uns = |op, a: u32, b: u32| eval_arith(op, Type::Unsigned, a, b);
+        assert_eq!(uns(Pow, 3, 20), Some(3486784401));
+        assert_eq!(uns(Pow, 3, 21), Some(1870418611));
+        assert_eq!(uns(Pow, 3, 32), Some(3793632897));
+        assert_eq!(uns(Pow, 3, 40), Some(0));
+        assert_eq!(uns(BShr, 4294967288, 1), Some(2147483644));
+        assert_eq!(uns(BShl, 4294967288, 33), Some(4294967280));
+        // Logical operators give 1 or 0.
+        assert_eq!(num(LAnd, 3, 0), Some(0));
+        assert_eq!(num(LOr, 3, 0), Some(1));
+        assert_eq!(num(LXor, 3, 4), Some(0));
+        assert_eq!(num(LXor, 3, 0), Some(1));
+        assert_eq!(eval_unary(UnaryOp::LNot, Type::Number, 5), Some(0));
+        assert_eq!(eval_unary(UnaryOp::LNot, Type::Unsigned, 0), Some(1));
+        assert_eq!(eval_unary(UnaryOp::BNot, Type::Number, 5), Some(n(-6)));
+        assert_eq!(eval_unary(UnaryOp::BNot, Type::Unsigned, 0), Some(u32::MAX));
+        assert_eq!(eval_unary(UnaryOp::BNot, Type::Float, 0), None);
+        assert_eq!(num(Min, -3, 3), Some(-3));
+        assert_eq!(num(Max, i32::MIN, -1), Some(-1));
+        // Floats: powf; min/max are C++'s std::min/std::max (NaN and ties: the first).
+        let fl = |op, a: f32, b: f32| {
+            eval_arith(op, Type::Float, a.to_bits(), b.to_bits()).map(f32::from_bits)
+        };
+        assert_eq!(fl(Pow, 2.0, 0.5), Some(std::f32::consts::SQRT_2)); // Soufflé: 1.41421354
+        assert_eq!(fl(Pow, -8.0, -1.0), Some(-0.125));
+        assert!(fl(Pow, -8.0, 0.5).is_some_and(f32::is_nan));
+        assert!(fl(Min, f32::NAN, 1.0).is_some_and(f32::is_nan));
+        assert_eq!(fl(Min, 1.0, f32::NAN), Some(1.0));
+        assert!(fl(Max, f32::NAN, 1.0).is_some_and(f32::is_nan));
+        assert_eq!(fl(Max, 1.0, f32::NAN), Some(1.0));
+        assert_eq!(
+            fl(Min, -0.0, 0.0).map(f32::to_bits),
+            Some((-0.0f32).to_bits())
+        );
+        assert_eq!(
+            fl(Max, -0.0, 0.0).map(f32::to_bits),
+            Some((-0.0f32).to_bits())
+        );
+        assert_eq!(fl(BAnd, 1.0, 1.0), None);
     }
 }

@@ -255,7 +255,7 @@ fn expr_vars(e: &Expr, mask: &mut u64) {
             expr_vars(lhs, mask);
             expr_vars(rhs, mask);
         }
-        Expr::Neg(_, e) => expr_vars(e, mask),
+        Expr::Neg(_, e) | Expr::Unary(_, _, e) => expr_vars(e, mask),
     }
 }
 

@@ -48,6 +48,12 @@ impl Names<'_> {
         match e {
             Expr::Var(v) => self.var(*v),
             Expr::Const(c) => self.constant(*c, ty),
+            Expr::Binary { op, ty, lhs, rhs } if op.is_functor() => format!(
+                "{}({}, {})",
+                op.as_str(),
+                self.expr(lhs, Some(*ty)),
+                self.expr(rhs, Some(*ty))
+            ),
             Expr::Binary { op, ty, lhs, rhs } => format!(
                 "({} {} {})",
                 self.expr(lhs, Some(*ty)),
@@ -55,6 +61,9 @@ impl Names<'_> {
                 self.expr(rhs, Some(*ty))
             ),
             Expr::Neg(ty, inner) => format!("-{}", self.expr(inner, Some(*ty))),
+            Expr::Unary(op, ty, inner) => {
+                format!("{} {}", op.as_str(), self.expr(inner, Some(*ty)))
+            }
         }
     }
 

@@ -262,7 +262,7 @@ pub(crate) fn slot_count(rule: &Rule) -> usize {
             E::Var(v) => *v as usize + 1,
             E::Const(_) => 0,
             E::Binary { lhs, rhs, .. } => expr_max(lhs).max(expr_max(rhs)),
-            E::Neg(_, inner) => expr_max(inner),
+            E::Neg(_, inner) | E::Unary(_, _, inner) => expr_max(inner),
         }
     }
     let term_max = |args: &[Term]| {

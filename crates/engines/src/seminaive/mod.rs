@@ -492,7 +492,7 @@ mod tests {
     use super::*;
     use dynalog_analysis::{Atom, Expr, Head, Literal, Relation, Rule, Stratum, SymbolTable};
     use dynalog_analysis::{Term, Type};
-    use dynalog_syntax::{ArithOp, CmpOp, Span};
+    use dynalog_syntax::{ArithOp, CmpOp, Span, UnaryOp};
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
@@ -552,7 +552,7 @@ mod tests {
                         expr_vars(lhs, out);
                         expr_vars(rhs, out);
                     }
-                    Expr::Neg(_, e) => expr_vars(e, out),
+                    Expr::Neg(_, e) | Expr::Unary(_, _, e) => expr_vars(e, out),
                 }
             }
             let mut vars = Vec::new();
@@ -691,6 +691,14 @@ mod tests {
                     _ => (a as i32).wrapping_neg() as Value,
                 })
             }
+            Expr::Unary(op, ty, e) => {
+                let a = naive_expr(e, slots)?;
+                match (ty, op) {
+                    (Type::Float | Type::Symbol, _) => None,
+                    (_, UnaryOp::BNot) => Some(!a),
+                    (_, UnaryOp::LNot) => Some(if a == 0 { 1 } else { 0 }),
+                }
+            }
             Expr::Binary { op, ty, lhs, rhs } => {
                 let (a, b) = (naive_expr(lhs, slots)?, naive_expr(rhs, slots)?);
                 match ty {
@@ -702,6 +710,22 @@ mod tests {
                             ArithOp::Mul => a * b,
                             ArithOp::Div => a / b,
                             ArithOp::Mod => a % b,
+                            ArithOp::Pow => a.powf(b),
+                            ArithOp::Min => {
+                                if b < a {
+                                    b
+                                } else {
+                                    a
+                                }
+                            }
+                            ArithOp::Max => {
+                                if a < b {
+                                    b
+                                } else {
+                                    a
+                                }
+                            }
+                            _ => return None,
                         };
                         Some(r.to_bits())
                     }
@@ -713,6 +737,25 @@ mod tests {
                             ArithOp::Mul => a * b,
                             ArithOp::Div => a.checked_div(b)?,
                             ArithOp::Mod => a.checked_rem(b)?,
+                            ArithOp::Pow => {
+                                let p = (a as f64).powf(b as f64).trunc();
+                                if p >= i32::MIN as f64 && p <= i32::MAX as f64 {
+                                    p as i64
+                                } else {
+                                    i32::MIN as i64
+                                }
+                            }
+                            ArithOp::BAnd => a & b,
+                            ArithOp::BOr => a | b,
+                            ArithOp::BXor => a ^ b,
+                            ArithOp::BShl => a << (b & 31),
+                            ArithOp::BShr => a >> (b & 31),
+                            ArithOp::BShru => (a as u32 as i64) >> (b & 31),
+                            ArithOp::LAnd => (a != 0 && b != 0) as i64,
+                            ArithOp::LOr => (a != 0 || b != 0) as i64,
+                            ArithOp::LXor => ((a != 0) ^ (b != 0)) as i64,
+                            ArithOp::Min => a.min(b),
+                            ArithOp::Max => a.max(b),
                         };
                         Some(r as i32 as Value)
                     }
@@ -724,6 +767,20 @@ mod tests {
                             ArithOp::Mul => a * b,
                             ArithOp::Div => a.checked_div(b)?,
                             ArithOp::Mod => a.checked_rem(b)?,
+                            ArithOp::Pow => {
+                                let p = (a as f64).powf(b as f64).trunc();
+                                if p < 2f64.powi(63) { p as u64 } else { 0 }
+                            }
+                            ArithOp::BAnd => a & b,
+                            ArithOp::BOr => a | b,
+                            ArithOp::BXor => a ^ b,
+                            ArithOp::BShl => a << (b & 31),
+                            ArithOp::BShr | ArithOp::BShru => a >> (b & 31),
+                            ArithOp::LAnd => (a != 0 && b != 0) as u64,
+                            ArithOp::LOr => (a != 0 || b != 0) as u64,
+                            ArithOp::LXor => ((a != 0) ^ (b != 0)) as u64,
+                            ArithOp::Min => a.min(b),
+                            ArithOp::Max => a.max(b),
                         };
                         Some(r as u32)
                     }
