@@ -67,7 +67,8 @@ pub struct Materialization {
     /// Name of the program (its file), used in diagnostics.
     name: String,
     /// The text of the committed program: the original file, rules removed since
-    /// blanked out (offsets and lines kept), rules added since appended.
+    /// cut out (lines kept: a written rule's line breaks stay, and the rules it still
+    /// stands for are written on its first line), rules added since appended.
     text: String,
     /// The program text of the transaction being staged, if it changes rules.
     pending_text: Option<String>,
@@ -374,9 +375,9 @@ impl Materialization {
         if ast.items.is_empty() {
             return Err(LiveError::Invalid("no rule given".into()));
         }
-        let (_, rules) = self.current_rules()?;
+        let (_, program) = self.current_program()?;
         let mut known: std::collections::HashSet<String> =
-            rules.into_iter().map(|(c, _)| c).collect();
+            program.items.iter().filter_map(rule_canonical).collect();
         let mut present = Vec::new();
         let mut staged = 0;
         let mut replacements = Vec::new();
@@ -415,25 +416,17 @@ impl Materialization {
         Ok(AddedRules { staged, present })
     }
 
-    /// The program text as staged (the committed one if no rule change is staged) and
-    /// its rules, each normalised ([`dynalog_syntax::ast::Rule::canonical`]) with its span.
-    fn current_rules(&self) -> Result<(String, Vec<(String, Span)>), LiveError> {
+    /// The program text as staged (the committed one if no rule change is staged), and
+    /// its syntax tree.
+    fn current_program(&self) -> Result<(String, dynalog_syntax::Program), LiveError> {
         let current = self
             .pending_text
             .clone()
             .unwrap_or_else(|| self.text.clone());
         let program_file = SourceFile::new(self.name.clone(), current.clone());
-        let program_ast = dynalog_syntax::parse(&program_file)
+        let program = dynalog_syntax::parse(&program_file)
             .map_err(|d| LiveError::Rules(format!("the program no longer parses: {d}")))?;
-        let rules = program_ast
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Rule(r) if !r.body.is_empty() => Some((r.canonical(), r.span)),
-                _ => None,
-            })
-            .collect();
-        Ok((current, rules))
+        Ok((current, program))
     }
 
     /// Stage the removal of rules: each rule of `text` must match a rule of the
@@ -460,37 +453,35 @@ impl Materialization {
         if wanted.is_empty() {
             return Err(LiveError::Invalid("no rule given".into()));
         }
-        let (current, _) = self.current_rules()?;
-        let program_file = SourceFile::new(self.name.clone(), current.clone());
-        let program_ast = dynalog_syntax::parse(&program_file)
-            .map_err(|d| LiveError::Rules(format!("the program no longer parses: {d}")))?;
-        let canonical = |item: &Item| match item {
-            Item::Rule(r) if !r.body.is_empty() => Some(r.canonical()),
-            _ => None,
-        };
+        let (current, program_ast) = self.current_program()?;
+        let canonicals: Vec<Option<String>> =
+            program_ast.items.iter().map(rule_canonical).collect();
+        let present: std::collections::HashSet<&String> = canonicals.iter().flatten().collect();
         for (c, span) in &wanted {
-            if !program_ast
-                .items
-                .iter()
-                .any(|i| canonical(i).as_ref() == Some(c))
-            {
+            if !present.contains(c) {
                 let d = Diagnostic::at(&file, *span, "no such rule in the program");
                 return Err(LiveError::Parse(d));
             }
         }
+        let wanted: std::collections::HashSet<String> =
+            wanted.into_iter().map(|(c, _)| c).collect();
         // Every rule of the program whose canonical form is wanted goes; a written rule
         // that stands for several keeps the others, written out one by one.
         let mut removed = 0;
         let mut replacements = Vec::new();
+        let mut next = 0;
         for group in items_by_span(&program_ast.items) {
-            let (gone, kept): (Vec<&Item>, Vec<&Item>) = group
+            let goes = &canonicals[next..next + group.len()];
+            next += group.len();
+            let (gone, kept): (Vec<_>, Vec<_>) = group
                 .iter()
-                .partition(|i| canonical(i).is_some_and(|c| wanted.iter().any(|(w, _)| *w == c)));
+                .zip(goes)
+                .partition(|(_, c)| c.as_ref().is_some_and(|c| wanted.contains(c)));
             if gone.is_empty() {
                 continue;
             }
             removed += gone.len();
-            let kept: Vec<String> = kept.iter().map(|i| item_text(&current, i)).collect();
+            let kept: Vec<String> = kept.iter().map(|(i, _)| item_text(&current, i)).collect();
             replacements.push((group[0].span(), kept.join(" ")));
         }
         self.pending_text = Some(replace_spans(&current, replacements));
@@ -809,8 +800,15 @@ fn is_rule(text: &str) -> bool {
     false
 }
 
-/// Replace the bytes of `span` by spaces, keeping line breaks (so the lines and
-/// offsets of the rest of the text stay as they were).
+/// The canonical form of a rule ([`dynalog_syntax::ast::Rule::canonical`]); `None` for
+/// a fact or any other item.
+fn rule_canonical(item: &Item) -> Option<String> {
+    match item {
+        Item::Rule(r) if !r.body.is_empty() => Some(r.canonical()),
+        _ => None,
+    }
+}
+
 /// The items of a program in order, grouped by written span: a rule with several heads
 /// or disjuncts is several items with the span of the whole rule.
 fn items_by_span(items: &[Item]) -> Vec<Vec<&Item>> {
