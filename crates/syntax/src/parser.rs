@@ -680,7 +680,17 @@ impl<'a> Parser<'a> {
             _ => return Err(self.expected("`:-` or `.` after the rule head")),
         };
         let span = heads[0].span.to(end);
-        let mut rules = Vec::with_capacity(heads.len() * bodies.len());
+        // Refused before the rules are built: each would copy its head and body.
+        let count = heads.len().saturating_mul(bodies.len());
+        if count > MAX_EXPANDED_RULES {
+            return Err(self.error(
+                span,
+                format!(
+                    "this rule stands for {count} rules (heads × disjuncts), more than {MAX_EXPANDED_RULES}"
+                ),
+            ));
+        }
+        let mut rules = Vec::with_capacity(count);
         for head in heads {
             for body in &bodies {
                 rules.push(Rule {
@@ -690,15 +700,6 @@ impl<'a> Parser<'a> {
                     style: Style::Souffle,
                 });
             }
-        }
-        if rules.len() > MAX_EXPANDED_RULES {
-            return Err(self.error(
-                span,
-                format!(
-                    "this rule stands for {} rules (heads × disjuncts), more than {MAX_EXPANDED_RULES}",
-                    rules.len()
-                ),
-            ));
         }
         Ok(rules)
     }
@@ -2314,6 +2315,15 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             1,
             11,
             "a fact has one atom: several heads need a body",
+        );
+        // 33 heads × 32 disjuncts: bounded like the disjuncts alone.
+        let heads = vec!["a(x)"; 33].join(", ");
+        let body = vec!["b(x)"; 32].join(" ; ");
+        assert_err(
+            &format!("{heads} :- {body}."),
+            1,
+            1,
+            "this rule stands for 1056 rules (heads × disjuncts), more than 1024",
         );
     }
 
