@@ -698,6 +698,7 @@ fn declarations(p: &Program) -> Program {
         relations: p.relations.clone(),
         rules: Vec::new(),
         facts: Vec::new(),
+        aggregates: Vec::new(),
         strata: Vec::new(),
         symbols: SymbolTable::new(),
         warnings: Vec::new(),

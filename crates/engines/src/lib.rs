@@ -26,6 +26,7 @@
 //! flat row stores ([`store`]), the compiled-rule runner of `seminaive` and `relational`
 //! ([`rules`]), and the printout of compiled rules ([`explain`]).
 
+pub mod aggregate;
 pub mod chibi;
 mod config;
 pub mod diff;

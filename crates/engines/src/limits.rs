@@ -24,6 +24,9 @@ pub struct Limits {
     /// deletion) once more per move: it may refuse a commit that deletes with a net
     /// change under the limit, never accept one over it.
     ///
+    /// The count includes the internal relations the analysis makes for aggregates,
+    /// those an engine keeps (every engine but `diff` keeps an aggregate's input rows).
+    ///
     /// How early the count stops a commit depends on the engine: the relational and
     /// chibi engines maintaining facts count the facts they add and remove as they go,
     /// and the differential engine the changes leaving its loop; but an evaluation

@@ -291,6 +291,52 @@ pub enum Expr {
         rhs: Box<Expr>,
         span: Span,
     },
+    /// `count : { body }`, `sum y : { body }`, `min y : atom`, ...
+    Aggregate(Box<Aggregate>),
+}
+
+/// An aggregate function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Mean,
+}
+
+impl AggFunc {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Mean => "mean",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "count" => AggFunc::Count,
+            "sum" => AggFunc::Sum,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "mean" => AggFunc::Mean,
+            _ => return None,
+        })
+    }
+}
+
+/// An aggregate as written: `sum y : { b(x, y), y > 0 }`. Its body is a conjunction
+/// (Soufflé refuses disjunctions in aggregate bodies, and so does dynalog).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregate {
+    pub func: AggFunc,
+    /// The aggregated expression (none for `count`).
+    pub target: Option<Expr>,
+    pub body: Vec<Literal>,
+    pub span: Span,
 }
 
 impl Expr {
@@ -300,6 +346,7 @@ impl Expr {
             Expr::Wildcard(s) | Expr::Str(_, s) | Expr::Num(_, s) | Expr::Neg(_, s) => *s,
             Expr::Unary(_, _, s) => *s,
             Expr::Binary { span, .. } => *span,
+            Expr::Aggregate(a) => a.span,
         }
     }
 }
@@ -337,22 +384,9 @@ impl Rule {
         let mut vars: Vec<&str> = Vec::new();
         let mut out = String::new();
         canonical_atom(&self.head, &mut vars, &mut out);
-        for (i, lit) in self.body.iter().enumerate() {
-            out.push_str(if i == 0 { " :- " } else { ", " });
-            match lit {
-                Literal::Positive(a) => canonical_atom(a, &mut vars, &mut out),
-                Literal::Negative(a, _) => {
-                    out.push('!');
-                    canonical_atom(a, &mut vars, &mut out);
-                }
-                Literal::Compare { op, lhs, rhs, .. } => {
-                    canonical_expr(lhs, &mut vars, &mut out);
-                    out.push(' ');
-                    out.push_str(op.as_str());
-                    out.push(' ');
-                    canonical_expr(rhs, &mut vars, &mut out);
-                }
-            }
+        if !self.body.is_empty() {
+            out.push_str(" :- ");
+            canonical_body(&self.body, &mut vars, &mut out);
         }
         out.push('.');
         out
@@ -424,6 +458,38 @@ fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
             out.push(' ');
             canonical_expr(rhs, vars, out);
             out.push(')');
+        }
+        Expr::Aggregate(a) => {
+            out.push_str(a.func.as_str());
+            if let Some(t) = &a.target {
+                out.push(' ');
+                canonical_expr(t, vars, out);
+            }
+            out.push_str(" : { ");
+            canonical_body(&a.body, vars, out);
+            out.push_str(" }");
+        }
+    }
+}
+
+fn canonical_body<'a>(body: &'a [Literal], vars: &mut Vec<&'a str>, out: &mut String) {
+    for (i, lit) in body.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        match lit {
+            Literal::Positive(a) => canonical_atom(a, vars, out),
+            Literal::Negative(a, _) => {
+                out.push('!');
+                canonical_atom(a, vars, out);
+            }
+            Literal::Compare { op, lhs, rhs, .. } => {
+                canonical_expr(lhs, vars, out);
+                out.push(' ');
+                out.push_str(op.as_str());
+                out.push(' ');
+                canonical_expr(rhs, vars, out);
+            }
         }
     }
 }

@@ -37,6 +37,7 @@ impl Checker<'_> {
                 ),
             )),
             ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
+            ast::Expr::Aggregate(a) => Err(self.err(a.span, "an aggregate is not a constant")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)

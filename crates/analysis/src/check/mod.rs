@@ -16,6 +16,7 @@
 //! 3. `strata`: the dependency graph's components in evaluation order, refusing
 //!    negation through recursion.
 
+mod aggregates;
 mod desugar;
 mod facts;
 mod floats;
@@ -36,7 +37,14 @@ use rustc_hash::FxHashMap;
 
 /// Analysis options.
 #[derive(Clone, Debug, Default)]
-pub struct Options {}
+pub struct Options {
+    /// The relations of the program this one replaces (empty: none). The relations
+    /// both have keep their ids, in the previous order, and the new ones follow, so
+    /// that the new program extends the old one (see `dynalog_engines::check_extends`)
+    /// whatever the text order; an internal relation of an aggregate the new program
+    /// no longer has stays, empty, in its place.
+    pub previous: Vec<Relation>,
+}
 
 /// Check a parsed program and lower it to the integer IR, with a fresh symbol table.
 pub fn analyse(file: &SourceFile, program: &ast::Program) -> Result<Program, Diagnostic> {
@@ -48,7 +56,7 @@ pub fn analyse_with(
     file: &SourceFile,
     program: &ast::Program,
     symbols: SymbolTable,
-    _options: &Options,
+    options: &Options,
 ) -> Result<Program, Diagnostic> {
     let mut cx = Checker {
         file,
@@ -56,6 +64,7 @@ pub fn analyse_with(
         types: FxHashMap::default(),
         relations: Vec::new(),
         by_name: FxHashMap::default(),
+        agg_vars: 0,
     };
     cx.collect_types(program)?;
     cx.collect_decls(program)?;
@@ -63,9 +72,23 @@ pub fn analyse_with(
     cx.apply_directives(program)?;
     let mut rules = Vec::new();
     let mut facts = Vec::new();
+    let mut expanded = aggregates::Expanded::default();
     for (i, item) in program.items.iter().enumerate() {
         if let ast::Item::Rule(rule) = item {
-            if rule.body.is_empty() {
+            if aggregates::has_aggregate(rule) {
+                let text = if program
+                    .items
+                    .iter()
+                    .filter(|o| o.span() == item.span())
+                    .nth(1)
+                    .is_some()
+                {
+                    rule.text_of_parts(&file.text)
+                } else {
+                    file.slice(rule.span).to_string()
+                };
+                cx.rule_with_aggregates(rule, &text, &mut expanded)?;
+            } else if rule.body.is_empty() {
                 facts.push(cx.fact(rule)?);
             } else {
                 let mut checked = cx.rule(rule)?;
@@ -84,15 +107,93 @@ pub fn analyse_with(
             }
         }
     }
-    let strata = strata::stratify(file, &cx.relations, &mut rules, program)?;
-    Ok(Program {
+    rules.extend(expanded.rules);
+    let mut aggregates = expanded.aggregates;
+    let strata = strata::stratify(file, &cx.relations, &mut rules, &mut aggregates, program)?;
+    let mut checked = Program {
         relations: cx.relations,
         rules,
         facts,
+        aggregates,
         strata,
         symbols: cx.symbols,
         warnings: pragma_warnings(file, program),
-    })
+    };
+    if !options.previous.is_empty() {
+        keep_ids(&mut checked, &options.previous);
+    }
+    Ok(checked)
+}
+
+/// Renumber the relations of `p`: those of `previous` first, in its order (an internal
+/// one `p` lacks stays as an empty relation), then the others in their order.
+fn keep_ids(p: &mut Program, previous: &[Relation]) {
+    let by_name: FxHashMap<&str, RelId> = p
+        .relations
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i as RelId))
+        .collect();
+    let mut order: Vec<Option<RelId>> = Vec::new();
+    let mut orphans = Vec::new();
+    let mut placed = vec![false; p.relations.len()];
+    for r in previous {
+        match by_name.get(r.name.as_str()) {
+            Some(&id) => {
+                placed[id as usize] = true;
+                order.push(Some(id));
+            }
+            None if r.is_internal() => {
+                order.push(None);
+                orphans.push(r.clone());
+            }
+            None => {}
+        }
+    }
+    order.extend(
+        (0..p.relations.len() as RelId)
+            .filter(|&id| !placed[id as usize])
+            .map(Some),
+    );
+    let mut new_id = vec![0 as RelId; p.relations.len()];
+    for (i, old) in order.iter().enumerate() {
+        if let Some(old) = old {
+            new_id[*old as usize] = i as RelId;
+        }
+    }
+    let mut old_relations: Vec<Option<Relation>> = std::mem::take(&mut p.relations)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut orphans = orphans.into_iter();
+    p.relations = order
+        .iter()
+        .filter_map(|o| match o {
+            Some(old) => old_relations[*old as usize].take(),
+            None => orphans.next(),
+        })
+        .collect();
+    let map = |r: &mut RelId| *r = new_id[*r as usize];
+    for rule in &mut p.rules {
+        map(&mut rule.head.relation);
+        for lit in &mut rule.body {
+            if let ir::Literal::Atom(a) | ir::Literal::Not(a) = lit {
+                map(&mut a.relation);
+            }
+        }
+    }
+    for (r, _) in &mut p.facts {
+        map(r);
+    }
+    for a in &mut p.aggregates {
+        map(&mut a.head);
+        map(&mut a.source);
+    }
+    for s in &mut p.strata {
+        for r in &mut s.relations {
+            map(r);
+        }
+    }
 }
 
 /// A warning for each `.pragma`: dynalog accepts every one (no program fails because of
@@ -203,6 +304,7 @@ fn with_checker<T>(
             .enumerate()
             .map(|(i, r)| (r.name.clone(), i as RelId))
             .collect(),
+        agg_vars: 0,
     };
     let result = f(&mut cx);
     *symbols = cx.symbols;
@@ -216,6 +318,8 @@ struct Checker<'a> {
     types: FxHashMap<String, Type>,
     relations: Vec<Relation>,
     by_name: FxHashMap<String, RelId>,
+    /// Fresh variables made by the rewriting of aggregates so far (module `aggregates`).
+    agg_vars: usize,
 }
 
 fn err(file: &SourceFile, span: Span, msg: impl Into<String>) -> Diagnostic {

@@ -3,7 +3,7 @@
 //! the strata of a checked program, each rule's stratum, or the error at a negated atom
 //! on a cycle).
 
-use crate::ir::{Literal, RelId, Relation, Rule, Stratum};
+use crate::ir::{Aggregate, Literal, RelId, Relation, Rule, Stratum};
 use dynalog_syntax::ast;
 use dynalog_syntax::{Diagnostic, SourceFile, Span};
 
@@ -17,6 +17,8 @@ pub struct Dependency {
     pub rule: usize,
     /// Index of the body literal in that rule (for error messages).
     pub literal: usize,
+    /// Whether an aggregate causes it (then `rule` is the aggregate's index).
+    pub aggregate: bool,
 }
 
 /// Strongly connected components of the graph over `n` nodes, in dependency order: a
@@ -121,9 +123,22 @@ pub(super) fn stratify(
     file: &SourceFile,
     relations: &[Relation],
     rules: &mut [Rule],
+    aggregates: &mut [Aggregate],
     ast: &ast::Program,
 ) -> Result<Vec<Stratum>, Diagnostic> {
     let mut deps = Vec::new();
+    // An aggregate reads its input complete, like a negation (first, so that a cycle
+    // through one is reported as such).
+    for (ai, agg) in aggregates.iter().enumerate() {
+        deps.push(Dependency {
+            head: agg.head as usize,
+            body: agg.source as usize,
+            negated: true,
+            rule: ai,
+            literal: 0,
+            aggregate: true,
+        });
+    }
     for (ri, rule) in rules.iter().enumerate() {
         for (li, lit) in rule.body.iter().enumerate() {
             let (atom, negated) = match lit {
@@ -137,6 +152,7 @@ pub(super) fn stratify(
                 negated,
                 rule: ri,
                 literal: li,
+                aggregate: false,
             });
         }
     }
@@ -148,6 +164,30 @@ pub(super) fn stratify(
         }
     }
     for d in &deps {
+        if d.aggregate && comp_of[d.head] == comp_of[d.body] {
+            // The cycle as the user wrote it: the relations outside the aggregate's own.
+            let cycle = path_within(d.body, d.head, &comps[comp_of[d.head]], &deps);
+            let mut names: Vec<&str> = cycle
+                .iter()
+                .map(|&r| relations[r].name.as_str())
+                .filter(|n| !n.starts_with('@'))
+                .collect();
+            names.dedup();
+            if let Some(&first) = names.first() {
+                names.push(first);
+            }
+            let agg = &aggregates[d.rule];
+            return Err(Diagnostic::at(
+                file,
+                agg.span,
+                format!(
+                    "recursion through an aggregate: this `{}` reads a relation that depends \
+                     on its own result (cycle: {}); Soufflé refuses it too",
+                    agg.func.as_str(),
+                    names.join(" -> ")
+                ),
+            ));
+        }
         if d.negated && comp_of[d.head] == comp_of[d.body] {
             let cycle = path_within(d.body, d.head, &comps[comp_of[d.head]], &deps);
             let mut names: Vec<&str> = vec![relations[d.head].name.as_str()];
@@ -172,6 +212,10 @@ pub(super) fn stratify(
     for (i, r) in rules.iter().enumerate() {
         rules_of_comp[comp_of[r.head.relation as usize]].push(i);
     }
+    let mut aggs_of_comp: Vec<Vec<usize>> = vec![Vec::new(); comps.len()];
+    for (i, a) in aggregates.iter().enumerate() {
+        aggs_of_comp[comp_of[a.head as usize]].push(i);
+    }
     let mut recursive_comp = vec![false; comps.len()];
     for d in &deps {
         if comp_of[d.head] == comp_of[d.body] {
@@ -182,7 +226,8 @@ pub(super) fn stratify(
     let mut stratum_of_comp = vec![usize::MAX; comps.len()];
     for (ci, comp) in comps.iter().enumerate() {
         let rule_ids = std::mem::take(&mut rules_of_comp[ci]);
-        if rule_ids.is_empty() {
+        let agg_ids = std::mem::take(&mut aggs_of_comp[ci]);
+        if rule_ids.is_empty() && agg_ids.is_empty() {
             continue;
         }
         let recursive = recursive_comp[ci];
@@ -190,11 +235,15 @@ pub(super) fn stratify(
         strata.push(Stratum {
             relations: comp.iter().map(|&r| r as RelId).collect(),
             rules: rule_ids,
+            aggregates: agg_ids,
             recursive,
         });
     }
     for rule in rules.iter_mut() {
         rule.stratum = stratum_of_comp[comp_of[rule.head.relation as usize]];
+    }
+    for agg in aggregates.iter_mut() {
+        agg.stratum = stratum_of_comp[comp_of[agg.head as usize]];
     }
     Ok(strata)
 }
@@ -220,6 +269,7 @@ mod tests {
             negated: false,
             rule: 0,
             literal: 0,
+            aggregate: false,
         }
     }
 

@@ -227,6 +227,10 @@ impl Checker<'_> {
         var_types: &[Type],
     ) -> Result<ir::Expr, Diagnostic> {
         Ok(match e {
+            // Rewritten before this pass (module `aggregates`).
+            ast::Expr::Aggregate(a) => {
+                return Err(self.err(a.span, "an aggregate cannot be used here"));
+            }
             ast::Expr::Var(v) => {
                 let slot = rc.slot(v);
                 let vt = var_types[slot as usize];
@@ -346,7 +350,7 @@ impl Slots {
             ast::Expr::Str(..) => Some(Type::Symbol),
             ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
             ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
-            ast::Expr::Num(..) | ast::Expr::Wildcard(_) => None,
+            ast::Expr::Num(..) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate(_) => None,
             ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => self.infer(i, types),
             ast::Expr::Binary { lhs, rhs, .. } => {
                 self.infer(lhs, types).or_else(|| self.infer(rhs, types))
@@ -355,7 +359,7 @@ impl Slots {
     }
 }
 
-fn article(t: Type) -> &'static str {
+pub(super) fn article(t: Type) -> &'static str {
     match t {
         Type::Unsigned => "an",
         _ => "a",

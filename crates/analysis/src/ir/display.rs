@@ -21,6 +21,7 @@
 //! names) to print: [`Rule::display`], [`Literal::display`], [`Atom::display`],
 //! [`Expr::display`] and [`Term::display`] return a printable view.
 
+use super::AggFunc;
 use super::{Atom, Expr, Literal, Program, Rule, Term};
 use crate::value::{Type, Value};
 use std::fmt;
@@ -291,6 +292,33 @@ impl fmt::Display for Program {
             )?;
             for &r in &stratum.rules {
                 writeln!(f, "{}", self.rules[r].display(self))?;
+            }
+            for &a in &stratum.aggregates {
+                let agg = &self.aggregates[a];
+                let source = self.relation(agg.source);
+                let cols = |range: std::ops::Range<usize>| -> Vec<String> {
+                    range.map(|i| format!("c{i}")).collect()
+                };
+                let group = cols(0..agg.group);
+                let mut head = group.clone();
+                head.push("r".into());
+                let mut src = group;
+                src.extend(cols(agg.group..source.arity()));
+                let value = if agg.func == AggFunc::Count {
+                    String::new()
+                } else {
+                    format!(" c{}", source.arity().saturating_sub(1))
+                };
+                writeln!(
+                    f,
+                    "{}({}) :- r = {}{value} : {{ {}({}) }}. // {}",
+                    self.relation(agg.head).name,
+                    head.join(", "),
+                    agg.func.as_str(),
+                    source.name,
+                    src.join(", "),
+                    agg.text
+                )?;
             }
         }
         Ok(())

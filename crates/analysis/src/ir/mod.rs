@@ -14,6 +14,7 @@ mod display;
 pub use display::Show;
 
 use crate::value::{SymbolTable, Type, Value};
+pub use dynalog_syntax::AggFunc;
 use dynalog_syntax::{ArithOp, CmpOp, Diagnostic, Span, UnaryOp};
 use std::collections::BTreeMap;
 
@@ -51,6 +52,12 @@ pub struct Relation {
 impl Relation {
     pub fn arity(&self) -> usize {
         self.types.len()
+    }
+
+    /// A relation the analysis made for an aggregate (its name starts with `@`, which
+    /// no written name can): not the user's, never printed or listed.
+    pub fn is_internal(&self) -> bool {
+        self.name.starts_with('@')
     }
 }
 
@@ -138,12 +145,112 @@ impl Rule {
     }
 }
 
+/// An aggregate over a relation, as the analysis rewrites every aggregate of a rule:
+/// `head(g.., result)` for each distinct group `g..` (the first `group` columns) of
+/// `source`, `result` folding the group's rows by `func`. For `count` the result is
+/// the number of the group's rows; for the others it folds the rows' last column (the
+/// aggregated value, of type `ty`). A group with no row has no result (a `count` or
+/// `sum` of nothing is 0 through a negation in the rule that reads the result).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregate {
+    pub head: RelId,
+    pub source: RelId,
+    pub group: usize,
+    pub func: AggFunc,
+    /// The type of the aggregated value (`Number` for `count`).
+    pub ty: Type,
+    /// Index into [`Program::strata`].
+    pub stratum: usize,
+    /// The aggregate as written.
+    pub text: String,
+    pub span: Span,
+}
+
+impl Aggregate {
+    /// The result of the group whose rows (of `source`, the group columns removed)
+    /// are `rows`, as every engine computes it: `rows` ascending as `u32` slices
+    /// (a float sum adds in that order, in `f64`), no row twice; `None` if empty.
+    pub fn fold<'a>(&self, rows: impl Iterator<Item = &'a [Value]>) -> Option<Value> {
+        fold_aggregate(self.func, self.ty, rows)
+    }
+}
+
+/// [`Aggregate::fold`].
+pub fn fold_aggregate<'a>(
+    func: AggFunc,
+    ty: Type,
+    rows: impl Iterator<Item = &'a [Value]>,
+) -> Option<Value> {
+    let mut n: u64 = 0;
+    let mut acc: Option<Value> = None;
+    let mut fsum: f64 = 0.0;
+    for row in rows {
+        n += 1;
+        if func == AggFunc::Count {
+            continue;
+        }
+        let v = *row.last()?;
+        match func {
+            AggFunc::Count => {}
+            AggFunc::Sum | AggFunc::Mean if ty == Type::Float => {
+                fsum += f32::from_bits(v) as f64;
+            }
+            AggFunc::Sum | AggFunc::Mean => {
+                acc = Some(acc.unwrap_or(0).wrapping_add(v));
+            }
+            AggFunc::Min | AggFunc::Max => {
+                let better = match acc {
+                    None => true,
+                    Some(a) => {
+                        let ord = match ty {
+                            Type::Float => f32::from_bits(v)
+                                .partial_cmp(&f32::from_bits(a))
+                                .unwrap_or(std::cmp::Ordering::Equal),
+                            Type::Unsigned => v.cmp(&a),
+                            _ => (v as i32).cmp(&(a as i32)),
+                        };
+                        if func == AggFunc::Min {
+                            ord.is_lt()
+                        } else {
+                            ord.is_gt()
+                        }
+                    }
+                };
+                if better {
+                    acc = Some(v);
+                }
+            }
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    Some(match func {
+        AggFunc::Count => n as u32,
+        AggFunc::Sum if ty == Type::Float => (fsum as f32).to_bits(),
+        AggFunc::Mean if ty == Type::Float => ((fsum / n as f64) as f32).to_bits(),
+        // Integer mean (the analysis refuses it, as Soufflé does): truncated.
+        AggFunc::Mean => {
+            let sum = acc.unwrap_or(0);
+            match ty {
+                Type::Unsigned => sum / n as u32,
+                _ => ((sum as i32) as i64 / n as i64) as i32 as u32,
+            }
+        }
+        _ => acc?,
+    })
+}
+
 /// A strongly connected component of the dependency graph, evaluated as one fixpoint.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stratum {
     pub relations: Vec<RelId>,
     /// Indexes into [`Program::rules`] of the rules whose head is in this stratum.
     pub rules: Vec<usize>,
+    /// Indexes into [`Program::aggregates`] of the aggregates whose head is in this
+    /// stratum: a stratum with an aggregate has nothing else (no rule, one relation),
+    /// and every stratum it reads comes before it.
+    pub aggregates: Vec<usize>,
     /// Whether some rule of this stratum reads a relation of this stratum.
     pub recursive: bool,
 }
@@ -156,6 +263,8 @@ pub struct Program {
     pub rules: Vec<Rule>,
     /// Facts written in the program (`e(1, 2).`), already evaluated.
     pub facts: Vec<(RelId, Vec<Value>)>,
+    /// The aggregates of the rules, each computing an internal relation.
+    pub aggregates: Vec<Aggregate>,
     /// In evaluation order: a stratum reads only relations of itself and earlier strata.
     pub strata: Vec<Stratum>,
     /// Symbols of the program's constants; fact loading interns into the same table.

@@ -8,7 +8,9 @@
 
 use crate::rules::names::Names;
 use dynalog_analysis::ir::eval_cmp;
-use dynalog_analysis::{Expr, Literal, Program, RelId, Rule, Term, Value};
+use dynalog_analysis::{
+    AggFunc, Aggregate, Expr, Literal, Program, RelId, Rule, Term, Type, Value,
+};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::fmt;
@@ -46,6 +48,65 @@ pub(crate) enum ColSpec {
 
 /// In [`JoinStep::binds`]: a value that binds no slot.
 pub(crate) const SKIP: u32 = u32::MAX;
+
+/// The bit of a head row's relation column that makes it an aggregate's input row:
+/// the rules of an aggregate's input relation write, in place of its relation id, the
+/// aggregate itself ([`agg_tag`]), and their rows go to the aggregates' `reduce`, not
+/// to the facts (no rule reads an aggregate's input).
+pub(crate) const AGG: u32 = 0x8000_0000;
+/// The most relations a program with aggregates may have (the result relation's id
+/// takes the low 18 bits of the tag).
+const AGG_HEAD_LIMIT: u32 = 1 << 18;
+
+/// An aggregate as the relation column of its input rows: `AGG`, the function (3
+/// bits), the value type (2), the number of group columns (4), of the other input
+/// columns (4), the result relation (18). Everything the `reduce` needs, in the row
+/// itself: a row's meaning never depends on a table that changes.
+pub(crate) fn agg_tag(agg: &Aggregate, source_arity: usize) -> Result<u32, String> {
+    let rest = source_arity - agg.group;
+    if agg.head >= AGG_HEAD_LIMIT || agg.group > 15 || rest > 15 {
+        return Err(format!(
+            "the aggregate `{}` is too wide for the differential engine (at most 15 group \
+             columns and 15 others, in a program of at most {AGG_HEAD_LIMIT} relations)",
+            agg.text
+        ));
+    }
+    let func = match agg.func {
+        AggFunc::Count => 0,
+        AggFunc::Sum => 1,
+        AggFunc::Min => 2,
+        AggFunc::Max => 3,
+        AggFunc::Mean => 4,
+    };
+    let ty = match agg.ty {
+        Type::Number => 0,
+        Type::Unsigned => 1,
+        Type::Float => 2,
+        Type::Symbol => 3,
+    };
+    Ok(AGG | func << 28 | ty << 26 | (agg.group as u32) << 22 | (rest as u32) << 18 | agg.head)
+}
+
+/// An aggregate tag's (function, value type, group columns, other columns, result
+/// relation).
+pub(crate) fn agg_untag(tag: u32) -> (AggFunc, Type, usize, usize, RelId) {
+    let func = match (tag >> 28) & 7 {
+        0 => AggFunc::Count,
+        1 => AggFunc::Sum,
+        2 => AggFunc::Min,
+        3 => AggFunc::Max,
+        _ => AggFunc::Mean,
+    };
+    let ty = match (tag >> 26) & 3 {
+        0 => Type::Number,
+        1 => Type::Unsigned,
+        2 => Type::Float,
+        _ => Type::Symbol,
+    };
+    let group = ((tag >> 22) & 15) as usize;
+    let rest = ((tag >> 18) & 15) as usize;
+    (func, ty, group, rest, tag & (AGG_HEAD_LIMIT - 1))
+}
 
 /// A binding pattern: which facts an atom can match and how they are keyed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -224,6 +285,11 @@ pub(crate) fn levels(program: &Program) -> Vec<u32> {
     let mut rel_level = vec![0u32; program.relations.len()];
     for stratum in &program.strata {
         let mut level = 0;
+        // An aggregate reads its input complete: one level above it.
+        for &a in &stratum.aggregates {
+            let source = program.aggregates[a].source as usize;
+            level = level.max(rel_level[source] + 1);
+        }
         for &ri in &stratum.rules {
             for lit in &program.rules[ri].body {
                 match lit {
@@ -447,15 +513,25 @@ impl Registry {
     }
 
     /// The id of a rule at a level, compiling and registering it if new.
-    pub(crate) fn rule_id(&mut self, rule: &Rule, level: u32) -> Result<u32, String> {
+    /// A rule of an aggregate's input writes `tag` (see [`agg_tag`]) for its head's
+    /// relation.
+    pub(crate) fn rule_id(
+        &mut self,
+        rule: &Rule,
+        level: u32,
+        tag: Option<u32>,
+    ) -> Result<u32, String> {
         let canon = format!(
-            "{level}|{:?}|{:?}|{:?}",
+            "{level}|{tag:?}|{:?}|{:?}|{:?}",
             rule.head, rule.body, rule.var_types
         );
         if let Some(&id) = self.rule_ids.get(&canon) {
             return Ok(id);
         }
-        let compiled = self.compile(rule, level)?;
+        let mut compiled = self.compile(rule, level)?;
+        if let Some(tag) = tag {
+            compiled.head_rel = tag;
+        }
         let mut table = self.shared.rules.write().unwrap_or_else(|e| e.into_inner());
         let id = table.len() as u32;
         if id >= LAST {
@@ -718,7 +794,7 @@ pub(crate) fn explain(program: &Program) -> Result<String, String> {
     let mut registry = Registry::default();
     let mut blocks = Vec::new();
     for (i, (rule, &level)) in program.rules.iter().zip(&levels).enumerate() {
-        let id = registry.rule_id(rule, level)?;
+        let id = registry.rule_id(rule, level, None)?;
         let rules = registry
             .shared
             .rules

@@ -4,7 +4,7 @@
 //! See the module documentation of [`crate::diff`] for the picture; this file is the
 //! code of it.
 
-use super::compile::{HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables};
+use super::compile::{AGG, HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
 use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
@@ -209,8 +209,45 @@ pub(crate) fn build<R: Row>(
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
             let derived = consolidate_heads(heads);
+            // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
+            // folded per group by a `reduce`, which maintains every group's result
+            // under insertions and deletions; a row counts while it has derivations.
+            let aggregated = derived
+                .clone()
+                .filter(|r| r.as_ref()[0] & AGG != 0)
+                .map(|r| {
+                    let v = r.as_ref();
+                    let (_, _, group, rest, _) = agg_untag(v[0]);
+                    let (mut key, mut val) = (R::default(), R::default());
+                    key.as_mut()[..=group].copy_from_slice(&v[..=group]);
+                    val.as_mut()[..rest].copy_from_slice(&v[1 + group..1 + group + rest]);
+                    (key, val)
+                })
+                .reduce_named("Aggregate", |key: &R, input: &[(&R, Mult)], output| {
+                    let k = key.as_ref();
+                    let (func, ty, group, rest, head) = agg_untag(k[0]);
+                    let rows = input
+                        .iter()
+                        .filter(|(_, m)| *m > 0)
+                        .map(|(v, _)| &v.as_ref()[..rest]);
+                    if let Some(result) = dynalog_analysis::fold_aggregate(func, ty, rows) {
+                        let mut fact = R::default();
+                        let f = fact.as_mut();
+                        f[0] = head;
+                        f[1..=group].copy_from_slice(&k[1..=group]);
+                        f[1 + group] = result;
+                        output.push((fact, 1 as Mult));
+                    }
+                })
+                .map(|(_, fact)| fact);
+            let aggregated = VecCollection::new(
+                aggregated
+                    .inner
+                    .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
+            );
+            let derived = derived.filter(|r| r.as_ref()[0] & AGG == 0);
             // distinct, on the facts' workers (placed by `fact_route` above).
-            let result = distinct(base.concat(derived));
+            let result = distinct(base.concat(derived).concat(aggregated));
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {

@@ -378,6 +378,7 @@ impl Diff {
     ) -> Result<Diff, EngineError> {
         let mut diff = Diff {
             program: Program {
+                aggregates: Vec::new(),
                 relations: Vec::new(),
                 rules: Vec::new(),
                 facts: Vec::new(),
@@ -519,8 +520,14 @@ impl Diff {
         let levels = compile::levels(&self.program);
         let mut rel_levels = vec![0; self.program.relations.len()];
         let mut want = FxHashMap::default();
+        let mut tags = FxHashMap::default();
+        for agg in &self.program.aggregates {
+            let arity = self.program.relation(agg.source).arity();
+            tags.insert(agg.source, compile::agg_tag(agg, arity)?);
+        }
         for (rule, &level) in self.program.rules.iter().zip(&levels) {
-            let id = self.registry.rule_id(rule, level)?;
+            let tag = tags.get(&rule.head.relation).copied();
+            let id = self.registry.rule_id(rule, level, tag)?;
             want.insert(id, level);
             if let Some(l) = rel_levels.get_mut(rule.head.relation as usize) {
                 *l = level;

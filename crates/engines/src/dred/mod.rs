@@ -452,6 +452,16 @@ impl<E: Evaluator> Dred<E> {
                 break;
             }
             let started = Instant::now();
+            for a in self.program.strata[s].aggregates.clone() {
+                let agg = &self.program.aggregates[a];
+                let rows =
+                    crate::aggregate::evaluate(agg, self.stores[agg.source as usize].iter(), None);
+                floor += rows.len() as i64;
+                let head = agg.head as usize;
+                for row in rows {
+                    self.stores[head].insert(&row);
+                }
+            }
             let mut del = empty_stores(&self.program);
             let mut added = empty_stores(&self.program);
             let delta = empty_stores(&self.program);
@@ -548,6 +558,17 @@ impl<E: Evaluator> Dred<E> {
         }
         for s in 0..self.program.strata.len() {
             let started = Instant::now();
+            if !self.program.strata[s].aggregates.is_empty() {
+                for a in self.program.strata[s].aggregates.clone() {
+                    changes += self.maintain_aggregate(a, &mut plus, &mut minus);
+                }
+                if budget.check(changes) {
+                    self.undo_stores(&plus, &minus);
+                    return Err(());
+                }
+                self.stratum_stats(s, 1, started, stats);
+                continue;
+            }
             let Some(mut del) = self.overdelete(s, bminus, (&plus, &minus), stats, budget) else {
                 self.undo_stores(&plus, &minus);
                 return Err(());
@@ -606,6 +627,46 @@ impl<E: Evaluator> Dred<E> {
             }
         }
         Ok(())
+    }
+
+    /// Bring aggregate `a`'s result up to date with its input's changes (in `plus` and
+    /// `minus`): the groups they touch are folded again, and their results replaced.
+    /// Records its changes in `plus` and `minus`; returns their number.
+    fn maintain_aggregate(&mut self, a: usize, plus: &mut [Store], minus: &mut [Store]) -> u64 {
+        let agg = &self.program.aggregates[a];
+        let (src, head, g) = (agg.source as usize, agg.head as usize, agg.group);
+        let groups: std::collections::HashSet<Vec<Value>> = plus[src]
+            .iter()
+            .chain(minus[src].iter())
+            .map(|t| t[..g].to_vec())
+            .collect();
+        if groups.is_empty() {
+            return 0;
+        }
+        let new: std::collections::HashSet<Vec<Value>> =
+            crate::aggregate::evaluate(agg, self.stores[src].iter(), Some(&groups))
+                .into_iter()
+                .collect();
+        let old: Vec<Vec<Value>> = self.stores[head]
+            .iter()
+            .filter(|t| groups.contains(&t[..g]))
+            .map(<[Value]>::to_vec)
+            .collect();
+        let mut changes = 0;
+        for t in &old {
+            if !new.contains(t) {
+                self.stores[head].remove(t);
+                minus[head].insert(t);
+                changes += 1;
+            }
+        }
+        for t in &new {
+            if self.stores[head].insert(t) {
+                plus[head].insert(t);
+                changes += 1;
+            }
+        }
+        changes
     }
 
     /// The tasks of the rules of stratum `s` whose literal over a relation of another

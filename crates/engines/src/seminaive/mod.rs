@@ -379,6 +379,21 @@ impl Engine for Seminaive {
                 break;
             }
             let stratum_started = Instant::now();
+            for &a in &stratum.aggregates {
+                let agg = &self.program.aggregates[a];
+                let rows = crate::aggregate::evaluate(
+                    agg,
+                    committed[agg.source as usize].rows.iter(),
+                    None,
+                );
+                // As derived facts: fresh rows of the stratum's relation, which its
+                // evaluation below makes readable.
+                let head = agg.head as usize;
+                for row in rows {
+                    let hash = crate::store::hash_values(row.iter().copied());
+                    growing[head].insert_hashed(&committed[head].rows, hash, &row);
+                }
+            }
             let Some(iterations) = evaluate_stratum(
                 sp,
                 &self.plans,
@@ -508,6 +523,7 @@ mod tests {
         fn new() -> Builder {
             Builder {
                 p: Program {
+                    aggregates: Vec::new(),
                     relations: Vec::new(),
                     rules: Vec::new(),
                     facts: Vec::new(),
@@ -604,6 +620,7 @@ mod tests {
                 self.p.rules[r].stratum = self.p.strata.len();
             }
             self.p.strata.push(Stratum {
+                aggregates: Vec::new(),
                 relations: rels.to_vec(),
                 rules: rules.to_vec(),
                 recursive,
@@ -1814,16 +1831,19 @@ mod bench {
             _ => rule(1, vec![(1, [0, 2]), (0, [2, 1])]),
         };
         let program = Program {
+            aggregates: Vec::new(),
             relations: vec![relation("e"), relation("tc")],
             rules: vec![rule(1, vec![(0, [0, 1])]), recursive],
             facts,
             strata: vec![
                 Stratum {
+                    aggregates: Vec::new(),
                     relations: vec![0],
                     rules: vec![],
                     recursive: false,
                 },
                 Stratum {
+                    aggregates: Vec::new(),
                     relations: vec![1],
                     rules: vec![0, 1],
                     recursive: true,

@@ -16,18 +16,38 @@ pub fn program(text: &str) -> Program {
 
 /// Parse and check, interning into `symbols`; `Err` with the message on an error.
 pub fn try_program(text: &str, symbols: SymbolTable) -> Result<Program, String> {
+    try_next_program(text, symbols, &[])
+}
+
+/// [`try_program`] for a program that replaces one with the relations `previous`
+/// (which keep their ids: see `dynalog_analysis::Options::previous`).
+pub fn try_next_program(
+    text: &str,
+    symbols: SymbolTable,
+    previous: &[dynalog_analysis::Relation],
+) -> Result<Program, String> {
     let file = SourceFile::new("test.dl", text.to_string());
     let ast = dynalog_syntax::parse(&file).map_err(|d| format!("{d:?}"))?;
-    dynalog_analysis::analyse_with(&file, &ast, symbols, &Default::default())
-        .map_err(|d| format!("{d:?}"))
+    let options = dynalog_analysis::Options {
+        previous: previous.to_vec(),
+    };
+    dynalog_analysis::analyse_with(&file, &ast, symbols, &options).map_err(|d| format!("{d:?}"))
 }
 
 pub type Db = Vec<BTreeSet<Vec<Value>>>;
 
-/// Every relation of an engine, as sets.
+/// Every relation of an engine, as sets (empty for the internal relations of
+/// aggregates, whose contents engines may keep or not).
 pub fn snapshot(engine: &dyn Engine) -> Db {
-    (0..engine.program().relations.len())
-        .map(|r| engine.facts(r as RelId).into_iter().collect())
+    let p = engine.program();
+    (0..p.relations.len())
+        .map(|r| {
+            if p.relations[r].is_internal() {
+                BTreeSet::new()
+            } else {
+                engine.facts(r as RelId).into_iter().collect()
+            }
+        })
         .collect()
 }
 
@@ -47,7 +67,13 @@ pub fn difference(old: &Db, new: &Db) -> Vec<(RelId, Vec<Value>, isize)> {
 
 /// The engine's last changes, sorted.
 pub fn changes(engine: &dyn Engine) -> Vec<(RelId, Vec<Value>, isize)> {
-    let mut c = engine.last_changes().to_vec();
+    let p = engine.program();
+    let mut c: Vec<_> = engine
+        .last_changes()
+        .iter()
+        .filter(|(r, _, _)| !p.relations[*r as usize].is_internal())
+        .cloned()
+        .collect();
     c.sort();
     c
 }
@@ -55,6 +81,18 @@ pub fn changes(engine: &dyn Engine) -> Vec<(RelId, Vec<Value>, isize)> {
 /// Reference result from scratch: a fresh semi-naive engine over `program` and `base`.
 /// `base` includes the inline facts still present (the program's own are ignored).
 pub fn reference(program: &Program, base: &[(RelId, Vec<Value>)]) -> Db {
+    snapshot(&reference_engine(program, base))
+}
+
+/// [`reference`] with the internal relations of aggregates too.
+pub fn reference_full(program: &Program, base: &[(RelId, Vec<Value>)]) -> Db {
+    let s = reference_engine(program, base);
+    (0..program.relations.len())
+        .map(|r| s.facts(r as RelId).into_iter().collect())
+        .collect()
+}
+
+fn reference_engine(program: &Program, base: &[(RelId, Vec<Value>)]) -> Seminaive {
     let mut p = program.clone();
     p.facts.clear();
     let mut s = Seminaive::new(p);
@@ -62,7 +100,7 @@ pub fn reference(program: &Program, base: &[(RelId, Vec<Value>)]) -> Db {
         s.insert(*r, t);
     }
     s.commit().expect("the reference evaluates");
-    snapshot(&s)
+    s
 }
 
 /// Assert that two materializations are equal, relation by relation, with names.

@@ -766,9 +766,12 @@ impl Materialization {
             LiveError::Rules(format!("{}{what}", d.message))
         };
         let ast = dynalog_syntax::parse(&file).map_err(located)?;
-        let next =
-            dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &Default::default())
-                .map_err(located)?;
+        // The relations keep their ids (aggregates' internal relations included).
+        let options = dynalog_analysis::Options {
+            previous: self.engine.program().relations.clone(),
+        };
+        let next = dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &options)
+            .map_err(located)?;
         self.engine
             .check_program(&next)
             .map_err(|e| LiveError::Rules(e.to_string()))?;
