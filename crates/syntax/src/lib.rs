@@ -11,6 +11,7 @@
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub mod preprocess;
 pub mod source;
 
 pub use ast::*;
