@@ -117,6 +117,21 @@ fn errors_point_into_included_files_and_macro_uses() {
     assert!(!ok);
     assert!(stderr.contains("main.dl:5:3: error:"), "{stderr}");
     assert!(stderr.contains("BAD(2)."), "{stderr}");
+    // A relation declared in an included file and again: both places are named.
+    let dir = folder(&[
+        ("main.dl", "#include \"decls.dl\"\n.decl q(x: number)\n"),
+        ("decls.dl", "\n.decl q(x: number)\n"),
+    ]);
+    let d = dir.path();
+    let (ok, _, stderr) = run_program(&d.join("main.dl"), d, "-", &[]);
+    assert!(!ok);
+    let shown = stderr.replace(&d.display().to_string(), "DIR");
+    assert!(
+        shown.starts_with(
+            "DIR/main.dl:2:7: error: relation `q` is declared twice (first on DIR/decls.dl:2)"
+        ),
+        "{shown}"
+    );
     // A preprocessor error: wrong number of arguments, at the use.
     let dir = folder(&[("main.dl", "#define E(x, y) e(x, y)\n\nE(1).\n")]);
     let d = dir.path();
