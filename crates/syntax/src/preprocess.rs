@@ -960,6 +960,14 @@ impl Pre<'_> {
                 self.macros.remove(&t[s..e]);
             }
             "include" => self.include(file, d, here, rest_at, dir, stack)?,
+            // `#` alone is the null directive, `# 12 "f"` a line marker: both ignored.
+            "" if !rest.is_empty() && !rest.starts_with(|c: char| c.is_ascii_digit()) => {
+                let word: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+                return Err(err(
+                    here,
+                    format!("unknown preprocessor directive `#{word}`"),
+                ));
+            }
             "error" => return Err(err(here, format!("#error {rest}"))),
             "line" | "pragma" | "warning" | "" => {
                 if name == "pragma"
@@ -1635,6 +1643,8 @@ mod tests {
         let d = err("p.\n#frobnicate x\n");
         assert_eq!((d.line, d.col), (2, 1));
         assert_eq!(d.message, "unknown preprocessor directive `#frobnicate`");
+        let d = err("#!x\n");
+        assert_eq!(d.message, "unknown preprocessor directive `#!x`");
         let d = err("#error stop here\n");
         assert_eq!(d.message, "#error stop here");
         // Ignored directives, and `#` inside a comment or a string is not one.
