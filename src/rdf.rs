@@ -84,7 +84,10 @@ fn rules_source(rules: &str) -> Result<SourceFile, String> {
                     "error: cannot read the rules `{path}`: {e} (built-in programs: rhodf, owl2rl)"
                 )
             })?;
-            SourceFile::new(path, text)
+            // A rules file is preprocessed as a program file (`#include` next to it).
+            let options = dynalog_syntax::preprocess::Options::default();
+            dynalog_syntax::preprocess::preprocess(path, &text, &options)
+                .map_err(|d| d.to_string())?
         }
     })
 }

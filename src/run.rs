@@ -1,6 +1,7 @@
-//! `dynalog run PROGRAM.dl [-F FACT_DIR] [-D OUT_DIR|-] [-w N] [--engine NAME] [--stats] [--show WHAT]`
+//! `dynalog run PROGRAM.dl [-F FACT_DIR] [-D OUT_DIR|-] [-I DIR] [-M MACROS] [-w N] [--engine NAME] [--stats] [--show WHAT]`
 //!
-//! Parse, check, load the `.input` facts, evaluate, write the `.output` relations and
+//! Preprocess (as Soufflé runs `cpp`: `#include`, `#define`, `#if`; see
+//! [`dynalog_syntax::preprocess`]), parse, check, load the `.input` facts, evaluate, write the `.output` relations and
 //! print the `.printsize` counts, following Soufflé's command line and file layout.
 //! With `--show WHAT`, print a view of the program instead (as Soufflé's `--show`) and
 //! evaluate nothing.
@@ -9,7 +10,7 @@ use crate::progress::Spinner;
 use clap::Args;
 use dynalog_io::OutputTarget;
 use dynalog_syntax::SourceFile;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Args, Debug)]
@@ -38,10 +39,41 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "WHAT")]
     pub show: Option<Show>,
     #[command(flatten)]
+    pub preprocess: PreprocessArgs,
+    #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Print help.
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// Soufflé's preprocessor flags, for the program file.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PreprocessArgs {
+    /// Directory where `#include` looks for files (repeatable), after the including
+    /// file's own directory for `#include "FILE"`.
+    #[arg(short = 'I', long = "include-dir", value_name = "DIR")]
+    pub include_dirs: Vec<PathBuf>,
+    /// Macros for the preprocessor, as Soufflé's `-M`: definitions separated by spaces,
+    /// each `NAME=VALUE`, `NAME` (which is 1) or `NAME(x,y)=BODY` (repeatable).
+    #[arg(short = 'M', long = "macro", value_name = "MACROS")]
+    pub macros: Vec<String>,
+}
+
+impl PreprocessArgs {
+    /// Read and preprocess the program file `path`. Errors are messages to print.
+    pub fn read(&self, path: &Path) -> Result<SourceFile, String> {
+        let options = dynalog_syntax::preprocess::Options {
+            include_dirs: self.include_dirs.clone(),
+            macros: self
+                .macros
+                .iter()
+                .flat_map(|m| m.split_whitespace())
+                .map(str::to_string)
+                .collect(),
+        };
+        dynalog_syntax::preprocess::preprocess_file(path, &options)
+    }
 }
 
 /// What `--show` prints.
@@ -150,11 +182,8 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         return Err("error: --workers must be at least 1".into());
     }
     let cluster = args.cluster.cluster(&args.engine)?;
-    let text = std::fs::read_to_string(&args.program)
-        .map_err(|e| format!("error: cannot read `{}`: {e}", args.program.display()))?;
-    let source = SourceFile::new(args.program.display().to_string(), text);
-
     let started = Instant::now();
+    let source = args.preprocess.read(&args.program)?;
     let ast = dynalog_syntax::parse(&source).map_err(|d| d.to_string())?;
     let mut program = dynalog_analysis::analyse(&source, &ast).map_err(|d| d.to_string())?;
     print_warnings(&program);

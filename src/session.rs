@@ -36,6 +36,10 @@ pub struct LiveArgs {
     /// named by `load`/`unload`.
     #[arg(short = 'F', long = "fact-dir", default_value = ".")]
     pub fact_dir: PathBuf,
+    /// The preprocessor's `-I` and `-M`, for the program file (rules added later are
+    /// not preprocessed).
+    #[command(flatten)]
+    pub preprocess: crate::run::PreprocessArgs,
     /// Worker threads of the engine.
     #[arg(short = 'w', long = "workers", default_value_t = 1)]
     pub workers: usize,
@@ -97,12 +101,11 @@ impl LiveArgs {
             return Err("error: --workers must be at least 1".into());
         }
         let cluster = self.cluster.cluster(&self.engine)?;
-        let text = std::fs::read_to_string(&self.program)
-            .map_err(|e| format!("error: cannot read `{}`: {e}", self.program.display()))?;
-        let name = self.program.display().to_string();
+        let source = self.preprocess.read(&self.program)?;
+        let (name, text) = (source.name.clone(), source.text.to_string());
         let mut m = match cluster {
-            None => Materialization::new(&name, &text, &self.engine, self.workers),
-            Some(c) if c.process == 0 => Materialization::lead(&name, &text, self.workers, c),
+            None => Materialization::from_source(source, &self.engine, self.workers),
+            Some(c) if c.process == 0 => Materialization::lead_source(source, self.workers, c),
             Some(c) => {
                 let (p, n) = (c.process, c.processes);
                 let f = dynalog::live::follow(&name, &text, self.workers, c)

@@ -8,7 +8,9 @@
 //!   float literals (`1.5`, `2e3`, `1.5e-3`; refused beyond the range of the language's
 //!   32-bit floats, so `1e40` is an error, not an infinity), string literals with the escapes
 //!   `\" \\ \n \t \r \'`, and punctuation. It skips whitespace, `// line` and
-//!   `/* block */` comments, and rejects C-preprocessor lines (`#include`).
+//!   `/* block */` comments, and rejects C-preprocessor lines (`#include`): program
+//!   files go through [`crate::preprocess`] first, and text that does not (facts and
+//!   rules typed in a session or sent to a server) may not use directives.
 //! * [`Lexer::paper_arg`] lexes one argument of an atom written in the study's rule
 //!   syntax (`T(?x, rdf:type, ?y) <- [...]`), where `?x` is a variable and a bare
 //!   constant such as `rdf:type`, `http://a.org/x#y` or `<http://a.org/x>` is a single
@@ -310,7 +312,8 @@ impl<'a> Lexer<'a> {
             self.error(
                 start,
                 end,
-                "preprocessor directives (#include, #define) are not supported",
+                "preprocessor directives (#include, #define, ...) are only run on program files, \
+                 not on facts or rules given to a session or a server",
             )
         } else {
             self.error(start, start + 1, "unexpected character `#`")
@@ -686,6 +689,7 @@ mod tests {
         let err = lex_all("a\n  #include \"x.dl\"").unwrap_err();
         assert_eq!((err.line, err.col), (2, 3));
         assert!(err.message.starts_with("preprocessor directives"));
+        assert!(err.message.contains("only run on program files"), "{err}");
         let err = lex_all("a # b").unwrap_err();
         assert_eq!(err.message, "unexpected character `#`");
         let err = lex_all("a ~ b").unwrap_err();

@@ -4,6 +4,9 @@
 //!   rendered as `file:line:col: error: reason` with the offending text.
 //! * [`ast`]: the syntax tree. Both the Soufflé-style language and the study's rule
 //!   syntax (`head <- [body, ...]`) parse to the same tree.
+//! * [`preprocess`]: the C preprocessor Soufflé runs on programs (`#include`,
+//!   `#define`, `#if`, ...), whose result keeps a map back to the original files, so
+//!   that later diagnostics name them.
 //! * [`lexer`] and [`parser`]: a hand-written tokenizer and recursive-descent parser.
 //!
 //! Nothing here knows about relations' types or values; that is the analysis stage.
@@ -11,6 +14,7 @@
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub mod preprocess;
 pub mod source;
 
 pub use ast::*;

@@ -28,11 +28,60 @@ impl Span {
 }
 
 /// A named piece of source text (a program file, a fact file, or a session line).
+///
+/// A file made by the preprocessor ([`crate::preprocess`]) also carries a
+/// [`SourceMap`] from its bytes back to the files it was made of: its positions
+/// ([`SourceFile::line_col`], [`Diagnostic::at`]) are then those of the original files
+/// (a macro's expansion at the macro's use).
 #[derive(Clone, Debug)]
 pub struct SourceFile {
     pub name: String,
     pub text: Arc<str>,
     line_starts: Arc<[u32]>,
+    map: Option<Arc<SourceMap>>,
+}
+
+/// Where the bytes of a preprocessed text come from: the original files and, in
+/// output order, the segments of the text copied from them or expanded at a place in
+/// them.
+#[derive(Debug, Default)]
+pub struct SourceMap {
+    /// The original files (without maps), indexed by [`Segment::file`].
+    pub(crate) files: Vec<SourceFile>,
+    /// Sorted by `out`.
+    pub(crate) segments: Vec<Segment>,
+}
+
+/// A piece of preprocessed text starting at byte `out`: either copied byte for byte
+/// from `files[file]` at `orig`, or (when `expanded`) the expansion of the macro use
+/// at `orig..orig_end` of that file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Segment {
+    pub(crate) out: u32,
+    pub(crate) file: u32,
+    pub(crate) orig: u32,
+    pub(crate) orig_end: u32,
+    pub(crate) expanded: bool,
+}
+
+impl SourceMap {
+    /// The original file and byte of output byte `offset`; `end` asks for the last
+    /// byte of a span (the end of a macro use rather than its start).
+    fn origin(&self, offset: u32, end: bool) -> Option<(&SourceFile, u32)> {
+        let i = self.segments.partition_point(|s| s.out <= offset);
+        let seg = self.segments.get(i.checked_sub(1)?)?;
+        let file = self.files.get(seg.file as usize)?;
+        let orig = if seg.expanded {
+            if end {
+                seg.orig_end.saturating_sub(1).max(seg.orig)
+            } else {
+                seg.orig
+            }
+        } else {
+            seg.orig.saturating_add(offset - seg.out)
+        };
+        Some((file, orig.min(file.text.len() as u32)))
+    }
 }
 
 impl SourceFile {
@@ -49,11 +98,47 @@ impl SourceFile {
             name: name.into(),
             text,
             line_starts: starts.into(),
+            map: None,
         }
     }
 
-    /// 1-based line and column (in characters) of a byte offset.
+    /// A preprocessed text named `name`, whose positions are mapped back by `map`.
+    pub(crate) fn with_map(
+        name: impl Into<String>,
+        text: impl Into<Arc<str>>,
+        map: SourceMap,
+    ) -> SourceFile {
+        SourceFile {
+            map: Some(Arc::new(map)),
+            ..SourceFile::new(name, text)
+        }
+    }
+
+    /// Whether positions are mapped back to other files (a preprocessed text).
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
+    /// The original file and byte offset that byte `offset` of this text comes from
+    /// (this file and `offset` itself when the text was not preprocessed). With `end`,
+    /// a byte expanded from a macro maps to the end of the macro's use, else to its
+    /// start.
+    pub fn origin(&self, offset: u32, end: bool) -> (&SourceFile, u32) {
+        self.map
+            .as_ref()
+            .and_then(|m| m.origin(offset, end))
+            .unwrap_or((self, offset))
+    }
+
+    /// 1-based line and column (in characters) of a byte offset, in the original file
+    /// it comes from (see [`SourceFile::origin`]).
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
+        let (file, offset) = self.origin(offset, false);
+        file.own_line_col(offset)
+    }
+
+    /// [`SourceFile::line_col`] in this text itself.
+    fn own_line_col(&self, offset: u32) -> (usize, usize) {
         let mut offset = (offset as usize).min(self.text.len());
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
@@ -68,9 +153,13 @@ impl SourceFile {
         (line + 1, col)
     }
 
-    /// The text of a 1-based line, without its line terminator.
+    /// The text of a 1-based line of this text, without its line terminator (empty
+    /// past the last line).
     pub fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts[line - 1] as usize;
+        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else {
+            return "";
+        };
+        let start = start as usize;
         let end = self
             .line_starts
             .get(line)
@@ -110,12 +199,17 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// A diagnostic pointing at `span` in `file`.
+    /// A diagnostic pointing at `span` in `file`: in the original file, for a
+    /// preprocessed text (see [`SourceFile::origin`]).
     pub fn at(file: &SourceFile, span: Span, message: impl Into<String>) -> Diagnostic {
-        let (line, col) = file.line_col(span.start);
+        let (start_file, start) = file.origin(span.start, false);
+        let (end_file, end) = file.origin(span.end.max(span.start.saturating_add(1)) - 1, true);
+        let file = start_file;
+        let (line, col) = file.own_line_col(start);
         let text = file.line_text(line).to_string();
-        let (end_line, end_col) = file.line_col(span.end.max(span.start + 1) - 1);
-        let width = if end_line == line {
+        let (end_line, end_col) = file.own_line_col(end.max(start));
+        let same_file = std::ptr::eq(start_file, end_file);
+        let width = if end_line == line && same_file {
             end_col.saturating_sub(col) + 1
         } else {
             text.chars().count().saturating_sub(col - 1).max(1)

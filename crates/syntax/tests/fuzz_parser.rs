@@ -7,6 +7,7 @@
 //! The default run is a few hundred cases per property (well under a second each in a
 //! release build); `DYNALOG_FUZZ_CASES=N` runs N cases instead.
 
+use dynalog_syntax::preprocess::{Options, preprocess};
 use dynalog_syntax::{Diagnostic, Item, MAX_EXPR_DEPTH, Program, SourceFile, parse};
 use proptest::prelude::*;
 #[path = "../../../tests/shared/hostile.rs"]
@@ -136,8 +137,84 @@ fn program() -> impl Strategy<Value = String> {
     })
 }
 
+/// Preprocess then parse `text` on a small stack: errors are located in the text.
+fn preprocess_checked(text: String) {
+    small_stack(move || {
+        let lines = text.split('\n').count();
+        let located = |d: &Diagnostic| {
+            assert!(
+                d.line >= 1 && d.line <= lines,
+                "line {} of {lines}: {d}",
+                d.line
+            );
+            assert!(d.col >= 1, "{d}");
+            assert!(!d.to_string().is_empty());
+        };
+        match preprocess("fuzz.dl", &text, &Options::default()) {
+            Ok(file) => {
+                if let Err(d) = parse(&file) {
+                    located(&d);
+                }
+            }
+            Err(d) => located(&d),
+        }
+    })
+}
+
+/// Lines of preprocessor directives and Datalog using their macros.
+fn directive_soup() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        Just("#define A 1"),
+        Just("#define A A + A"),
+        Just("#define B(x, y) e(x, y)"),
+        Just("#define F(x) B(x, F(x))"),
+        Just("#define C(...) p(__VA_ARGS__)"),
+        Just("#define S(x) #x"),
+        Just("#define P(x, y) x ## y"),
+        Just("#define D(x) \\"),
+        Just("#undef A"),
+        Just("#ifdef A"),
+        Just("#ifndef B"),
+        Just("#if defined(A) && A > 1 || !defined B"),
+        Just("#elif A"),
+        Just("#else"),
+        Just("#endif"),
+        Just("#include \"missing.dl\""),
+        Just("#error stop"),
+        Just("#pragma once"),
+        Just("#"),
+        Just("e(A, 2)."),
+        Just("B(1, A)."),
+        Just("F(3) :- B(1, 2)."),
+        Just("C(1, 2, A)."),
+        Just("S(a \"b\")"),
+        Just("P(e, dge)(1, 2)."),
+        Just("B(1,"),
+        Just("/* #if 0"),
+        Just("*/"),
+        Just(".decl e(x: number, y: number)"),
+        "[ -~]{0,20}".prop_map(|s| Box::leak(s.into_boxed_str()) as &str),
+    ];
+    proptest::collection::vec(line, 0..40).prop_map(|lines| lines.join("\n"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_preprocesses_or_fails_cleanly(text in ".{0,2000}") {
+        preprocess_checked(text);
+    }
+
+    #[test]
+    fn directive_soup_preprocesses_or_fails_cleanly(text in directive_soup()) {
+        preprocess_checked(text);
+    }
+
+    #[test]
+    fn arbitrary_bytes_preprocess_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..4000)) {
+        preprocess_checked(String::from_utf8_lossy(&bytes).into_owned());
+    }
 
     #[test]
     fn arbitrary_bytes_parse_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..4000)) {

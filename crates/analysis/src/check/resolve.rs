@@ -164,11 +164,20 @@ impl Checker<'_> {
         for item in &program.items {
             let ast::Item::Decl(d) = item else { continue };
             if let Some(&prev) = self.by_name.get(&d.name.name) {
-                let (line, _) = self.file.line_col(self.relations[prev as usize].span.start);
+                let first = self.relations[prev as usize].span.start;
+                let (line, _) = self.file.line_col(first);
+                // In a preprocessed program the first declaration may be in another file.
+                let (first_file, _) = self.file.origin(first, false);
+                let (this_file, _) = self.file.origin(d.name.span.start, false);
+                let at = if first_file.name == this_file.name {
+                    format!("line {line}")
+                } else {
+                    format!("{}:{line}", first_file.name)
+                };
                 return Err(self.err(
                     d.name.span,
                     format!(
-                        "relation `{}` is declared twice (first on line {line})",
+                        "relation `{}` is declared twice (first on {at})",
                         d.name.name
                     ),
                 ));

@@ -5,7 +5,7 @@
 use super::Materialization;
 use crate::error::LiveError;
 use dynalog_analysis::RelId;
-use dynalog_syntax::{Diagnostic, SourceFile};
+use dynalog_syntax::Diagnostic;
 use std::path::Path;
 
 /// `REL FILE` split at the first whitespace.
@@ -126,7 +126,7 @@ impl Materialization {
     /// insertion. Nothing is staged if a file is missing or has a bad line (the error
     /// names the file, line and column). Returns the number of facts read.
     pub fn stage_inputs(&mut self, fact_dir: &Path) -> Result<usize, LiveError> {
-        let file = SourceFile::new(self.name.clone(), self.text.clone());
+        let file = self.program_file();
         let mut program = self.program().clone();
         program.symbols = std::mem::take(&mut self.symbols);
         let loaded = dynalog_io::read_inputs(&mut program, &file, fact_dir);
@@ -222,7 +222,7 @@ impl Materialization {
         rel: RelId,
         path: &Path,
     ) -> Result<Vec<(RelId, dynalog_io::Tuples)>, Diagnostic> {
-        let file = SourceFile::new(self.name.clone(), self.text.clone());
+        let file = self.program_file();
         let targets = dynalog_io::rdf::targets_for_relation(self.program(), &file, rel, path)?;
         // The same file gets the same blank-node names each time, so it can be unloaded.
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());

@@ -70,6 +70,9 @@ pub struct Materialization {
     /// cut out (lines kept: a written rule's line breaks stay, and the rules it still
     /// stands for are written on its first line), rules added since appended.
     text: String,
+    /// The program as it was given (with the positions of the files it was
+    /// preprocessed from): diagnostics use it while `text` is still its text.
+    source: SourceFile,
     /// The program text of the transaction being staged, if it changes rules.
     pending_text: Option<String>,
     symbols: SymbolTable,
@@ -109,7 +112,19 @@ impl Materialization {
         engine: &str,
         workers: usize,
     ) -> Result<Materialization, LiveError> {
-        Materialization::with_engine(name, text, |program| {
+        Materialization::from_source(SourceFile::new(name, text), engine, workers)
+    }
+
+    /// [`Materialization::new`] for a program given as a [`SourceFile`], such as one
+    /// made by [`dynalog_syntax::preprocess`]: its diagnostics (the program's, and
+    /// those of its `.input` files while its rules are unchanged) use the file's
+    /// positions, those of the original files for a preprocessed text.
+    pub fn from_source(
+        source: SourceFile,
+        engine: &str,
+        workers: usize,
+    ) -> Result<Materialization, LiveError> {
+        Materialization::with_engine(source, |program| {
             dynalog_engines::create(&Config::new(engine, workers), program)
         })
     }
@@ -124,7 +139,17 @@ impl Materialization {
         workers: usize,
         cluster: Cluster,
     ) -> Result<Materialization, LiveError> {
-        Materialization::with_engine(name, text, |program| {
+        Materialization::lead_source(SourceFile::new(name, text), workers, cluster)
+    }
+
+    /// [`Materialization::lead`] for a program given as a [`SourceFile`] (see
+    /// [`Materialization::from_source`]).
+    pub fn lead_source(
+        source: SourceFile,
+        workers: usize,
+        cluster: Cluster,
+    ) -> Result<Materialization, LiveError> {
+        Materialization::with_engine(source, |program| {
             let config =
                 Config::new("diff", workers).with_cluster(Some(cluster), ClusterRole::Lead);
             dynalog_engines::create(&config, program)
@@ -132,11 +157,10 @@ impl Materialization {
     }
 
     fn with_engine(
-        name: &str,
-        text: &str,
+        source: SourceFile,
         start: impl FnOnce(Program) -> Result<Box<dyn Engine>, EngineError>,
     ) -> Result<Materialization, LiveError> {
-        let program = check_text(name, text)?;
+        let program = check_file(&source)?;
         let symbols = program.symbols.clone();
         let unlogged_inline = program
             .facts
@@ -146,8 +170,9 @@ impl Materialization {
         let mut engine = start(program).map_err(|e| LiveError::Engine(e.to_string()))?;
         engine.track_changes(true);
         Ok(Materialization {
-            name: name.to_string(),
-            text: text.to_string(),
+            name: source.name.clone(),
+            text: source.text.to_string(),
+            source,
             pending_text: None,
             symbols,
             engine,
@@ -865,9 +890,25 @@ pub(crate) fn with_period(text: &str) -> String {
 
 /// Parse and check a program text.
 fn check_text(name: &str, text: &str) -> Result<Program, LiveError> {
-    let file = SourceFile::new(name, text.to_string());
-    let ast = dynalog_syntax::parse(&file).map_err(LiveError::Program)?;
-    dynalog_analysis::analyse(&file, &ast).map_err(LiveError::Program)
+    check_file(&SourceFile::new(name, text.to_string()))
+}
+
+/// Parse and check a program.
+fn check_file(file: &SourceFile) -> Result<Program, LiveError> {
+    let ast = dynalog_syntax::parse(file).map_err(LiveError::Program)?;
+    dynalog_analysis::analyse(file, &ast).map_err(LiveError::Program)
+}
+
+impl Materialization {
+    /// The committed program as a source file: the one it was created from (whose
+    /// positions may be those of other files) while its text is unchanged.
+    pub(crate) fn program_file(&self) -> SourceFile {
+        if *self.source.text == *self.text {
+            self.source.clone()
+        } else {
+            SourceFile::new(self.name.clone(), self.text.clone())
+        }
+    }
 }
 
 /// Join the cluster that process 0 leads with [`Materialization::lead`], as one of
