@@ -5,6 +5,8 @@
 //! * [`ast`]: the syntax tree. Both the Soufflé-style language and the study's rule
 //!   syntax (`head <- [body, ...]`) parse to the same tree.
 //! * [`lexer`] and [`parser`]: a hand-written tokenizer and recursive-descent parser.
+//! * [`components`]: Soufflé's `.comp`/`.init`, expanded by the parser into ordinary
+//!   relations with qualified names (`inst.r`), so later stages see a flat program.
 //!
 //! Nothing here knows about relations' types or values; that is the analysis stage.
 
@@ -14,5 +16,6 @@ pub mod parser;
 pub mod source;
 
 pub use ast::*;
-pub use parser::{MAX_EXPR_DEPTH, parse};
+pub use parser::components::{self, Components};
+pub use parser::{MAX_EXPR_DEPTH, parse, parse_with_components};
 pub use source::{Diagnostic, SourceFile, Span, Warning};
