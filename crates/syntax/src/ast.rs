@@ -309,24 +309,50 @@ impl Rule {
     /// in `source` (the text it was parsed from): for one of the rules that a written
     /// rule with several heads or disjuncts stands for, whose span is the whole written
     /// rule. Rules in the study's syntax are one per span: their span's text.
+    ///
+    /// An atom whose relation was renamed after parsing (an instance's copy of a rule
+    /// written in a component: `r(x)` is `inst.r(x)`) is written with its name.
     pub fn text_of_parts(&self, source: &str) -> String {
         let slice = |s: Span| source.get(s.start as usize..s.end as usize).unwrap_or("");
         if self.style != Style::Souffle {
             return slice(self.span).to_string();
         }
-        let body: Vec<&str> = self
+        let atom = |a: &Atom| {
+            let rest = Span {
+                start: a.relation.span.end,
+                end: a.span.end,
+            };
+            format!("{}{}", a.relation.name, slice(rest))
+        };
+        let renamed = self.renamed_in(source);
+        let body: Vec<String> = self
             .body
             .iter()
             .map(|l| match l {
-                Literal::Positive(a) => slice(a.span),
-                Literal::Negative(_, s) | Literal::Compare { span: s, .. } => slice(*s),
+                Literal::Positive(a) => atom(a),
+                Literal::Negative(a, _) if renamed => format!("!{}", atom(a)),
+                Literal::Negative(_, s) | Literal::Compare { span: s, .. } => slice(*s).to_string(),
             })
             .collect();
         if body.is_empty() {
-            format!("{}.", slice(self.head.span))
+            format!("{}.", atom(&self.head))
         } else {
-            format!("{} :- {}.", slice(self.head.span), body.join(", "))
+            format!("{} :- {}.", atom(&self.head), body.join(", "))
         }
+    }
+
+    /// Whether an atom's relation is named differently from how `source` writes it:
+    /// the rule is an instance's copy of a rule written in a component, whose span's
+    /// text is the component's (see [`crate::components`]).
+    pub fn renamed_in(&self, source: &str) -> bool {
+        let slice = |s: Span| source.get(s.start as usize..s.end as usize).unwrap_or("");
+        let atoms = std::iter::once(&self.head).chain(self.body.iter().filter_map(|l| match l {
+            Literal::Positive(a) | Literal::Negative(a, _) => Some(a),
+            Literal::Compare { .. } => None,
+        }));
+        atoms
+            .into_iter()
+            .any(|a| slice(a.relation.span) != a.relation.name)
     }
 
     /// The rule in a canonical text form, for recognising the same rule written

@@ -798,10 +798,32 @@ out(x) :- a.s(x).
             })
             .collect();
         assert_eq!(rules.len(), 2);
-        for r in rules {
+        for r in &rules {
             assert_eq!(&text[r.span.start as usize..r.span.end as usize], "r(1).");
             assert!(components.contains(r.span));
+            assert!(r.renamed_in(text));
         }
+        // The text of an instance's rule has the instance's names.
+        assert_eq!(rules[0].text_of_parts(text), "a.r(1).");
+        assert_eq!(rules[1].text_of_parts(text), "b.r(1).");
+        let text =
+            ".comp A {\n  .decl r(x: number)\n  r(x) :- e(x), ! r( x ), x > 1.\n}\n.init a = A\n";
+        let program = parse_ok(text);
+        let Some(Item::Rule(rule)) = program.items.get(1) else {
+            panic!("{program:?}")
+        };
+        assert_eq!(
+            rule.text_of_parts(text),
+            "a.r(x) :- e(x), !a.r( x ), x > 1."
+        );
+        // Written once, as written.
+        let text = "r(x) :- e(x), ! r( x ).";
+        let program = parse_ok(text);
+        let Some(Item::Rule(rule)) = program.items.first() else {
+            panic!("{program:?}")
+        };
+        assert!(!rule.renamed_in(text));
+        assert_eq!(rule.text_of_parts(text), text);
     }
 
     #[test]

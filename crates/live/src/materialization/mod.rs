@@ -1017,6 +1017,14 @@ both(x) :- a.reach(x), b.reach(x).
             assert_eq!(m.len("a.reach"), Some(4), "{engine}");
             assert_eq!(m.len("b.reach"), Some(2), "{engine}");
             assert_eq!(m.len("both"), Some(2), "{engine}");
+            // An instance's rules are listed with their qualified names.
+            let rules = m.rules();
+            assert!(
+                rules
+                    .iter()
+                    .any(|r| r == "b.reach(y) :- b.reach(x), edge(x, y)."),
+                "{rules:?}"
+            );
             // Facts of instances' relations, and top-level rules over them.
             m.insert_fact("b.start(1)").expect("a fact");
             m.add_rules("both(x) :- a.start(x).").expect("parses");
