@@ -42,7 +42,7 @@
 //! `.override` of a relation that no base declares (or declares without
 //! `overridable`), cyclic inheritance, a component that instantiates itself, and an
 //! expansion deeper than [`MAX_COMPONENT_DEPTH`] or larger than
-//! [`MAX_EXPANDED_ITEMS`] items.
+//! [`MAX_EXPANDED_ITEMS`] items (or [`MAX_EXPANDED_TEXT`] bytes of their text).
 
 use std::collections::{HashMap, HashSet};
 
@@ -58,6 +58,11 @@ pub const MAX_COMPONENT_DEPTH: usize = 64;
 /// at every level of nesting), so that a program of a few lines cannot make billions
 /// (`.comp A1 { .init x = A0 .init y = A0 }`, `.comp A2 { ... A1 ... }`, ...).
 pub const MAX_EXPANDED_ITEMS: usize = 200_000;
+
+/// How much text the items that expanding the components copies may have been written
+/// with, in all (each copy counts its item's span): bounds the copies of a few large
+/// rules as [`MAX_EXPANDED_ITEMS`] bounds the copies of many small ones.
+pub const MAX_EXPANDED_TEXT: usize = 64 << 20;
 
 /// What the parser saw of components, beyond the flat program.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -334,6 +339,8 @@ struct Expander<'p, 'a, 'e> {
     stack: Vec<(usize, Vec<String>)>,
     /// Items copied so far (see [`MAX_EXPANDED_ITEMS`]).
     copied: usize,
+    /// The text of the items copied so far (see [`MAX_EXPANDED_TEXT`]).
+    copied_text: usize,
 }
 
 impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
@@ -344,6 +351,7 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
             comps: Vec::new(),
             stack: Vec::new(),
             copied: 0,
+            copied_text: 0,
         };
         ex.declare(entries, None)?;
         Ok(ex)
@@ -457,12 +465,27 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
         Ok(())
     }
 
-    fn count(&mut self, n: usize, at: Span) -> PResult<()> {
-        self.copied = self.copied.saturating_add(n);
+    /// Counts copies of `items` against the bounds; `at`: the instance being made.
+    fn count(&mut self, items: &[Item], at: Span) -> PResult<()> {
+        let text: usize = items
+            .iter()
+            .map(|i| (i.span().end.saturating_sub(i.span().start) as usize).max(1))
+            .fold(0, usize::saturating_add);
+        self.copied = self.copied.saturating_add(items.len());
+        self.copied_text = self.copied_text.saturating_add(text);
         if self.copied > MAX_EXPANDED_ITEMS {
             return Err(self.parser.error(
                 at,
                 format!("expanding the components makes more than {MAX_EXPANDED_ITEMS} items"),
+            ));
+        }
+        if self.copied_text > MAX_EXPANDED_TEXT {
+            return Err(self.parser.error(
+                at,
+                format!(
+                    "expanding the components copies more than {} MiB of rules and declarations",
+                    MAX_EXPANDED_TEXT >> 20
+                ),
             ));
         }
         Ok(())
@@ -494,7 +517,7 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
             self.enter(b, args, base.span, true)?;
             let items = self.content(b, &inner, at)?;
             self.stack.pop();
-            self.count(items.len(), at)?;
+            self.count(&items, at)?;
             inherited.extend(items);
         }
         check_instance_names(self.parser, &decl.body)?;
@@ -541,12 +564,12 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
         for entry in &decl.body {
             match entry {
                 Entry::Item(item) => {
-                    self.count(1, at)?;
+                    self.count(std::slice::from_ref(item), at)?;
                     items.push(bind_types(item, binding));
                 }
                 Entry::Init(init) => {
                     let instance = self.instantiate(init, Some(comp), binding)?;
-                    self.count(instance.len(), at)?;
+                    self.count(&instance, at)?;
                     items.extend(instance);
                 }
                 Entry::Comp(_) | Entry::Override(_) => {}
@@ -1090,6 +1113,22 @@ out(x) :- a.s(x).
         assert!(
             e.message
                 .starts_with("expanding the components makes more than"),
+            "{e}"
+        );
+        // Few copies of a large rule: 2^12 copies of 60 KB.
+        let body = vec!["e(x)"; 10_000].join(", ");
+        let mut text = format!(".comp A0 {{ .decl r(x: number) r(x) :- {body}. }}\n");
+        for i in 1..=12 {
+            text.push_str(&format!(
+                ".comp A{i} {{ .init x = A{p} .init y = A{p} }}\n",
+                p = i - 1
+            ));
+        }
+        text.push_str(".init top = A12\n");
+        let e = parse(&SourceFile::new("t.dl", text.as_str())).expect_err("too large");
+        assert!(
+            e.message
+                .starts_with("expanding the components copies more than 64 MiB"),
             "{e}"
         );
     }
