@@ -253,3 +253,22 @@ fn an_output_that_cannot_be_written_leaves_no_output_written() {
         "the earlier output is untouched"
     );
 }
+
+#[test]
+fn component_errors_point_into_the_component() {
+    // A component that instantiates itself: a located error, not a hang or overflow.
+    let e = fails(".comp A {\n  .init x = A\n}\n.init a = A\n", &[]);
+    assert_error(
+        &e,
+        "DIR/prog.dl:2:3",
+        "the component `A` instantiates itself",
+    );
+    let e = fails(".comp A { }\n.init a = B\n", &[]);
+    assert_error(&e, "DIR/prog.dl:2:11", "unknown component `B`");
+    // A type error in an instance's rule is shown where the component writes it.
+    let e = fails(
+        ".comp A {\n  .decl r(x: number)\n  r(\"a\").\n}\n.init a = A\n",
+        &[],
+    );
+    assert_error(&e, "DIR/prog.dl:3:5", "column 1 of `a.r` is a number");
+}

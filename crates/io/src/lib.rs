@@ -5,6 +5,9 @@
 //! * `.output r` writes `OUT_DIR/r.csv`, tab-separated, one fact per line, sorted; with
 //!   `-D -` or `IO=stdout` the relation is printed to standard output instead.
 //! * `.printsize r` prints `r<TAB>count`.
+//! * A component instance's relation has a qualified name (`inst.r`, see
+//!   [`dynalog_syntax::components`]), and its files are named by it as in Soufflé:
+//!   `FACT_DIR/inst.r.facts`, `OUT_DIR/inst.r.csv`.
 //! * `.input r(IO="rdf", filename="data.nt", mapping="triples"|"vocabulary")` reads an
 //!   N-Triples or Turtle file ([`rdf`]); relations naming the same file share one read.
 //!

@@ -356,24 +356,63 @@ impl Rule {
     /// in `source` (the text it was parsed from): for one of the rules that a written
     /// rule with several heads or disjuncts stands for, whose span is the whole written
     /// rule. Rules in the study's syntax are one per span: their span's text.
+    ///
+    /// An atom whose relation was renamed after parsing (an instance's copy of a rule
+    /// written in a component: `r(x)` is `inst.r(x)`) is written with its name.
     pub fn text_of_parts(&self, source: &str) -> String {
         let slice = |s: Span| source.get(s.start as usize..s.end as usize).unwrap_or("");
         if self.style != Style::Souffle {
             return slice(self.span).to_string();
         }
-        let body: Vec<&str> = self
+        let atom = |a: &Atom| {
+            let rest = Span {
+                start: a.relation.span.end,
+                end: a.span.end,
+            };
+            format!("{}{}", a.relation.name, slice(rest))
+        };
+        let renamed = self.renamed_in(source);
+        let body: Vec<String> = self
             .body
             .iter()
             .map(|l| match l {
-                Literal::Positive(a) => slice(a.span),
-                Literal::Negative(_, s) | Literal::Compare { span: s, .. } => slice(*s),
+                Literal::Positive(a) => atom(a),
+                Literal::Negative(a, _) if renamed => format!("!{}", atom(a)),
+                Literal::Negative(_, s) | Literal::Compare { span: s, .. } => slice(*s).to_string(),
             })
             .collect();
         if body.is_empty() {
-            format!("{}.", slice(self.head.span))
+            format!("{}.", atom(&self.head))
         } else {
-            format!("{} :- {}.", slice(self.head.span), body.join(", "))
+            format!("{} :- {}.", atom(&self.head), body.join(", "))
         }
+    }
+
+    /// Whether an atom's relation is named differently from how `source` writes it:
+    /// the rule is an instance's copy of a rule written in a component, whose span's
+    /// text is the component's (see [`crate::components`]).
+    pub fn renamed_in(&self, source: &str) -> bool {
+        let slice = |s: Span| source.get(s.start as usize..s.end as usize).unwrap_or("");
+        let mut renamed = false;
+        self.for_each_atom(&mut |a| renamed |= slice(a.relation.span) != a.relation.name);
+        renamed
+    }
+
+    /// Call `f` on every atom of the rule: its head, its body's, and those in the
+    /// bodies of its aggregates.
+    pub fn for_each_atom(&self, f: &mut dyn FnMut(&Atom)) {
+        f(&self.head);
+        self.head.args.iter().for_each(|e| expr_atoms(e, f));
+        body_atoms(&self.body, f);
+    }
+
+    /// [`Rule::for_each_atom`], to change them.
+    pub fn for_each_atom_mut(&mut self, f: &mut dyn FnMut(&mut Atom)) {
+        f(&mut self.head);
+        for e in &mut self.head.args {
+            expr_atoms_mut(e, f);
+        }
+        body_atoms_mut(&mut self.body, f);
     }
 
     /// The rule in a canonical text form, for recognising the same rule written
@@ -390,6 +429,72 @@ impl Rule {
         }
         out.push('.');
         out
+    }
+}
+
+fn body_atoms(body: &[Literal], f: &mut dyn FnMut(&Atom)) {
+    for lit in body {
+        match lit {
+            Literal::Positive(a) | Literal::Negative(a, _) => {
+                f(a);
+                a.args.iter().for_each(|e| expr_atoms(e, f));
+            }
+            Literal::Compare { lhs, rhs, .. } => {
+                expr_atoms(lhs, f);
+                expr_atoms(rhs, f);
+            }
+        }
+    }
+}
+
+fn expr_atoms(e: &Expr, f: &mut dyn FnMut(&Atom)) {
+    match e {
+        Expr::Aggregate(a) => {
+            if let Some(t) = &a.target {
+                expr_atoms(t, f);
+            }
+            body_atoms(&a.body, f);
+        }
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => expr_atoms(i, f),
+        Expr::Binary { lhs, rhs, .. } => {
+            expr_atoms(lhs, f);
+            expr_atoms(rhs, f);
+        }
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
+    }
+}
+
+fn body_atoms_mut(body: &mut [Literal], f: &mut dyn FnMut(&mut Atom)) {
+    for lit in body {
+        match lit {
+            Literal::Positive(a) | Literal::Negative(a, _) => {
+                f(a);
+                for e in &mut a.args {
+                    expr_atoms_mut(e, f);
+                }
+            }
+            Literal::Compare { lhs, rhs, .. } => {
+                expr_atoms_mut(lhs, f);
+                expr_atoms_mut(rhs, f);
+            }
+        }
+    }
+}
+
+fn expr_atoms_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Atom)) {
+    match e {
+        Expr::Aggregate(a) => {
+            if let Some(t) = &mut a.target {
+                expr_atoms_mut(t, f);
+            }
+            body_atoms_mut(&mut a.body, f);
+        }
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => expr_atoms_mut(i, f),
+        Expr::Binary { lhs, rhs, .. } => {
+            expr_atoms_mut(lhs, f);
+            expr_atoms_mut(rhs, f);
+        }
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
     }
 }
 

@@ -8,6 +8,8 @@
 //!   `#define`, `#if`, ...), whose result keeps a map back to the original files, so
 //!   that later diagnostics name them.
 //! * [`lexer`] and [`parser`]: a hand-written tokenizer and recursive-descent parser.
+//! * [`components`]: Soufflé's `.comp`/`.init`, expanded by the parser into ordinary
+//!   relations with qualified names (`inst.r`), so later stages see a flat program.
 //!
 //! Nothing here knows about relations' types or values; that is the analysis stage.
 
@@ -18,5 +20,6 @@ pub mod preprocess;
 pub mod source;
 
 pub use ast::*;
-pub use parser::{MAX_EXPR_DEPTH, parse};
+pub use parser::components::{self, Components};
+pub use parser::{MAX_EXPR_DEPTH, parse, parse_with_components};
 pub use source::{Diagnostic, SourceFile, Span, Warning};

@@ -4,7 +4,7 @@
 //! same AST (see [`crate::ast`]):
 //!
 //! ```text
-//! program    := item*
+//! program    := (item | comp | init)*        (components: see [`components`])
 //! item       := directive | rule
 //! directive  := ".type" NAME ("<:" NAME | "=" NAME ("|" NAME)*)
 //!             | (".number_type" | ".symbol_type") NAME
@@ -14,7 +14,7 @@
 //! rule       := atom "." | atom ":-" literal ("," literal)* "."        (Soufflé)
 //!             | paper_atom "<-" "[" [paper_lit ("," paper_lit)*] "]" ["."]  (study)
 //! literal    := atom | "!" atom | expr CMP expr
-//! atom       := NAME "(" [expr ("," expr)*] ")"
+//! atom       := QNAME "(" [expr ("," expr)*] ")"
 //! expr       := term (("+" | "-") term)*
 //! term       := unary (("*" | "/" | "%") unary)*
 //! unary      := "-" unary | primary
@@ -24,14 +24,18 @@
 //! parg       := "?" NAME | "_" | STRING | bare constant up to whitespace , ( ) [ ] "
 //! ```
 //!
+//! Relation and type names (in atoms, `.decl`, `.type` and I/O directives) may be
+//! qualified, `QNAME := NAME ("." NAME)*` written without spaces (`inst.r`): the names
+//! that component instances give their relations.
+//!
 //! A rule is in the study's syntax when its head's closing `)` is followed by `<-`
 //! ([`Lexer::paper_arrow_follows`] checks that on the raw text before the head's
 //! arguments are lexed, since bare constants such as `http://a.org/x#y` are not
 //! Soufflé tokens). Its atoms' arguments are then lexed with [`Lexer::paper_arg`].
 //!
-//! Unsupported Soufflé features (disjunction, aggregates, functors, records, ADTs,
-//! components, preprocessor lines left in text that [`crate::preprocess`] did not
-//! run on) are rejected with a specific message. Parsing stops
+//! Unsupported Soufflé features (functors other than `min`/`max`, records, ADTs,
+//! preprocessor lines left in text that [`crate::preprocess`] did not run on) are
+//! rejected with a specific message. Parsing stops
 //! at the first error, which points at the offending token.
 
 use crate::ast::{
@@ -41,9 +45,19 @@ use crate::ast::{
 use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
 use crate::source::{Diagnostic, SourceFile, Span};
 
-/// Parse a whole program. Stops at the first syntax error.
+#[path = "components.rs"]
+pub mod components;
+use components::Components;
+
+/// Parse a whole program, its components expanded (see [`components`]). Stops at the
+/// first syntax error.
 pub fn parse(file: &SourceFile) -> Result<Program, Diagnostic> {
-    Parser::new(file).program().map_err(|e| *e)
+    parse_with_components(file).map(|(program, _)| program)
+}
+
+/// [`parse`], and where the program declares components.
+pub fn parse_with_components(file: &SourceFile) -> Result<(Program, Components), Diagnostic> {
+    Parser::new(file).program_with_components().map_err(|e| *e)
 }
 
 /// Errors are boxed inside the parser: it keeps results small, and so the stack
@@ -81,17 +95,8 @@ type Sub = (Expr, Span, usize);
 pub const MAX_EXPANDED_RULES: usize = 1024;
 
 /// Soufflé directives that exist but that dynalog does not support.
-const UNSUPPORTED_DIRECTIVES: &[&str] = &[
-    "comp",
-    "init",
-    "functor",
-    "limitsize",
-    "plan",
-    "override",
-    "lattice",
-    "once",
-    "include",
-];
+const UNSUPPORTED_DIRECTIVES: &[&str] =
+    &["functor", "limitsize", "plan", "lattice", "once", "include"];
 
 /// Soufflé's built-in functors (reserved words there) that dynalog does not support.
 const FUNCTORS: &[&str] = &[
@@ -348,24 +353,6 @@ impl<'a> Parser<'a> {
 
     // ---- items ----------------------------------------------------------------
 
-    fn program(&mut self) -> PResult<Program> {
-        let mut items = Vec::new();
-        loop {
-            match self.peek_kind()? {
-                TokenKind::Eof => return Ok(Program { items }),
-                TokenKind::Dot => {
-                    let dot = self.bump()?;
-                    items.extend(self.directive(dot)?);
-                }
-                TokenKind::Ident(_) => {
-                    let name = self.bump()?;
-                    items.extend(self.rule(name)?.into_iter().map(Item::Rule));
-                }
-                _ => return Err(self.expected("a rule, a fact or a directive")),
-            }
-        }
-    }
-
     /// A directive, after its `.` (`.decl a, b(...)` is one declaration per name).
     fn directive(&mut self, dot: Token) -> PResult<Vec<Item>> {
         let name = match self.peek()? {
@@ -454,16 +441,19 @@ impl<'a> Parser<'a> {
     /// `.type Name <: base`, `.type Name = base`, `.type U = A | B`, after `.type`.
     fn type_decl(&mut self, start: Span) -> PResult<TypeDecl> {
         let name = self.expect_ident("a type name after `.type`")?;
+        let name = self.qualify(name)?;
         let mut of = Vec::new();
         if self.eat(&TokenKind::Subtype)?.is_some() {
-            of.push(self.expect_ident("a type name after `<:`")?);
+            let base = self.expect_ident("a type name after `<:`")?;
+            of.push(self.qualify(base)?);
         } else if self.eat(&TokenKind::Eq)?.is_some() {
             if let TokenKind::LBracket = self.peek_kind()? {
                 let span = self.peek()?.span;
                 return Err(self.error(span, "record types (`[...]`) are not supported"));
             }
             loop {
-                of.push(self.expect_ident("a type name")?);
+                let member = self.expect_ident("a type name")?;
+                of.push(self.qualify(member)?);
                 if let TokenKind::LBrace = self.peek_kind()? {
                     let span = self.peek()?.span;
                     return Err(self.error(span, "algebraic data types are not supported"));
@@ -484,10 +474,12 @@ impl<'a> Parser<'a> {
     /// same columns and qualifiers, each spanning the whole directive.
     fn rel_decls(&mut self, start: Span) -> PResult<Vec<RelDecl>> {
         let mut names = Vec::new();
-        let mut last = self.expect_ident("a relation name after `.decl`")?;
+        let first = self.expect_ident("a relation name after `.decl`")?;
+        let mut last = self.qualify(first)?;
         while self.eat(&TokenKind::Comma)?.is_some() {
             names.push(last);
-            last = self.expect_ident("a relation name after `,`")?;
+            let next = self.expect_ident("a relation name after `,`")?;
+            last = self.qualify(next)?;
         }
         let decl = self.rel_decl(start, last)?;
         let mut decls: Vec<RelDecl> = names
@@ -516,6 +508,7 @@ impl<'a> Parser<'a> {
                     &format!("`:` and a type after the attribute `{}`", attr.name),
                 )?;
                 let ty = self.expect_ident(&format!("a type name after `{}:`", attr.name))?;
+                let ty = self.qualify(ty)?;
                 let column = format!("{}: {}", attr.name, ty.name);
                 columns.push((attr, ty));
                 if self.eat(&TokenKind::Comma)?.is_some() {
@@ -552,9 +545,11 @@ impl<'a> Parser<'a> {
             DirectiveKind::Output => ".output",
             DirectiveKind::PrintSize => ".printsize",
         };
-        let mut relations = vec![self.expect_ident(&format!("a relation name after `{keyword}`"))?];
+        let first = self.expect_ident(&format!("a relation name after `{keyword}`"))?;
+        let mut relations = vec![self.qualify(first)?];
         while self.eat(&TokenKind::Comma)?.is_some() {
-            relations.push(self.expect_ident("a relation name after `,`")?);
+            let next = self.expect_ident("a relation name after `,`")?;
+            relations.push(self.qualify(next)?);
         }
         let mut params = Vec::new();
         if self.eat(&TokenKind::LParen)?.is_some() && self.eat(&TokenKind::RParen)?.is_none() {
@@ -621,6 +616,7 @@ impl<'a> Parser<'a> {
     /// is several rules (see [`Parser::souffle_rule`]).
     fn rule(&mut self, name: Token) -> PResult<Vec<Rule>> {
         let ident = self.ident(name);
+        let ident = self.qualify(ident)?;
         let open = match self.peek()? {
             Token {
                 kind: TokenKind::LParen,
@@ -649,6 +645,7 @@ impl<'a> Parser<'a> {
         let mut heads = vec![self.atom(name)?];
         while self.eat(&TokenKind::Comma)?.is_some() {
             let name = self.expect_ident("another head atom after `,`")?;
+            let name = self.qualify(name)?;
             heads.push(self.atom(name)?);
         }
         let (bodies, end) = match self.peek_kind()?.clone() {
@@ -857,9 +854,15 @@ impl<'a> Parser<'a> {
             TokenKind::Bang => {
                 self.bump()?;
                 let name = self.expect_ident("a relation name after `!`")?;
+                let name = self.qualify(name)?;
                 let atom = self.atom(name)?;
                 let span = tok.span.to(atom.span);
                 return Ok(Literal::Negative(atom, span));
+            }
+            TokenKind::Ident(_) if self.qualified_name_follows()? => {
+                let name = self.bump()?;
+                let name = self.qualify(self.ident(name))?;
+                return Ok(Literal::Positive(self.atom(name)?));
             }
             TokenKind::Ident(name) if self.peek2()?.kind == TokenKind::LParen => {
                 if CONSTRAINTS.contains(&name.as_str()) {
@@ -2222,7 +2225,6 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             1,
             "unknown directive `.inptu`",
         );
-        assert_err(".comp C {}", 1, 1, "the `.comp` directive is not supported");
         assert_err(
             ".functor f(number): number",
             1,

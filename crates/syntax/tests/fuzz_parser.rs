@@ -69,6 +69,18 @@ fn token() -> impl Strategy<Value = String> {
         Just("p(".to_string()),
         Just(".decl p(a: number)\n".to_string()),
         Just(".type T <: number\n".to_string()),
+        // Components.
+        Just(".comp C<T> : D {".to_string()),
+        Just(".comp D {".to_string()),
+        Just("{".to_string()),
+        Just("}".to_string()),
+        Just(".init c = C<number>\n".to_string()),
+        Just(".init d = D\n".to_string()),
+        Just(".override p\n".to_string()),
+        Just("c.p(".to_string()),
+        Just(".decl p(a: T) overridable\n".to_string()),
+        (1usize..200).prop_map(|n| ".comp E { ".repeat(n)),
+        (1usize..200).prop_map(|n| "a.".repeat(n)),
         Just("/*".to_string()),
         Just("*/".to_string()),
         Just("//".to_string()),
@@ -198,6 +210,53 @@ fn directive_soup() -> impl Strategy<Value = String> {
     proptest::collection::vec(line, 0..40).prop_map(|lines| lines.join("\n"))
 }
 
+/// Components declared and instantiated at random, by names that may be unknown,
+/// cyclic, or given the wrong number of arguments.
+fn component_program() -> impl Strategy<Value = String> {
+    let name = || prop_oneof![Just("A"), Just("B"), Just("G"), Just("Z"), Just("T")];
+    let comp_ref = (name(), proptest::collection::vec(name(), 0..2)).prop_map(|(n, args)| {
+        if args.is_empty() {
+            n.to_string()
+        } else {
+            format!("{n}<{}>", args.join(", "))
+        }
+    });
+    let entry = prop_oneof![
+        Just(".decl r(x: number) overridable".to_string()),
+        Just(".decl s(x: T)".to_string()),
+        Just("r(1).".to_string()),
+        Just("s(x) :- r(x), !q.r(x).".to_string()),
+        Just(".override r".to_string()),
+        Just(".output s".to_string()),
+        Just(".type U = T".to_string()),
+        (0..4usize, comp_ref.clone()).prop_map(|(i, c)| format!(".init i{i} = {c}")),
+    ];
+    let comp = (
+        name(),
+        proptest::collection::vec(name(), 0..2),
+        proptest::collection::vec(comp_ref.clone(), 0..3),
+        proptest::collection::vec(entry, 0..6),
+    )
+        .prop_map(|(n, params, bases, body)| {
+            let params = if params.is_empty() {
+                String::new()
+            } else {
+                format!("<{}>", params.join(", "))
+            };
+            let bases = if bases.is_empty() {
+                String::new()
+            } else {
+                format!(" : {}", bases.join(", "))
+            };
+            format!(".comp {n}{params}{bases} {{\n  {}\n}}", body.join("\n  "))
+        });
+    let top = prop_oneof![
+        3 => comp,
+        2 => (0..4usize, comp_ref).prop_map(|(i, c)| format!(".init q{i} = {c}")),
+    ];
+    proptest::collection::vec(top, 0..8).prop_map(|items| items.join("\n"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
@@ -214,6 +273,11 @@ proptest! {
     #[test]
     fn arbitrary_bytes_preprocess_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..4000)) {
         preprocess_checked(String::from_utf8_lossy(&bytes).into_owned());
+    }
+
+    #[test]
+    fn component_programs_expand_or_fail_cleanly(text in component_program()) {
+        let _ = parse_checked(text);
     }
 
     #[test]
@@ -343,4 +407,38 @@ fn long_flat_inputs_parse() {
         (0..10_000).map(|_| "a(?x)").collect::<Vec<_>>().join(", ")
     );
     assert_eq!(parse_checked(text).expect("parses").items.len(), 1);
+}
+
+/// Components nested as deeply as allowed, declared inside one another and each
+/// instantiating the next, expand on a 2 MB stack; deeper chains are errors.
+#[test]
+fn deepest_allowed_components_on_a_small_stack() {
+    let n = dynalog_syntax::components::MAX_COMPONENT_DEPTH;
+    let mut nested = String::new();
+    for i in 1..=n {
+        nested.push_str(&format!(".comp C{i} {{\n"));
+    }
+    nested.push_str(".decl r(x: number)\nr(1).\n");
+    for i in (1..=n).rev() {
+        nested.push('}');
+        if i > 1 {
+            nested.push_str(&format!(" .init x = C{i}\n"));
+        }
+    }
+    nested.push_str("\n.init top = C1\n");
+    let program = parse_checked(nested).unwrap_or_else(|e| panic!("{e}"));
+    let name = format!("top{}.r", ".x".repeat(n - 1));
+    assert!(
+        program
+            .items
+            .iter()
+            .any(|i| matches!(i, Item::Decl(d) if d.name.name == name))
+    );
+    let mut chain = String::new();
+    for i in 0..10 * n {
+        chain.push_str(&format!(".comp C{i} {{ .init x = C{} }}\n", i + 1));
+    }
+    chain.push_str(&format!(".comp C{} {{ }}\n.init c = C0\n", 10 * n));
+    let e = parse_checked(chain).expect_err("too deep");
+    assert!(e.message.starts_with("components nested too deeply"), "{e}");
 }

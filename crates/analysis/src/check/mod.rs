@@ -100,7 +100,9 @@ pub fn analyse_with(
                         .get(j)
                         .is_some_and(|o| o.span() == item.span())
                 };
-                if shared(i + 1) || (i > 0 && shared(i - 1)) {
+                // Or an instance's copy of a component's rule: its names are not the
+                // written ones.
+                if shared(i + 1) || (i > 0 && shared(i - 1)) || rule.renamed_in(&file.text) {
                     checked.text = rule.text_of_parts(&file.text);
                 }
                 rules.push(checked);

@@ -16,7 +16,7 @@ use crate::error::LiveError;
 use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
 use dynalog_engines::{Change, ClusterRole, Config, Engine, EngineError, Limits};
-use dynalog_syntax::{Diagnostic, Item, SourceFile, Span};
+use dynalog_syntax::{Components, Diagnostic, Item, SourceFile, Span};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -388,6 +388,9 @@ impl Materialization {
     /// the layout, syntax and variable names), is not added again, and neither is a rule
     /// that `text` gives twice; [`Materialization::add_new_rules`] says which. Returns
     /// the number of items staged (0 if every rule was there already).
+    ///
+    /// `text` may use component instances' relations (`out(x) :- inst.r(x).`) but not
+    /// declare components: a `.comp` is refused (it belongs in the program file).
     pub fn add_rules(&mut self, text: &str) -> Result<usize, LiveError> {
         Ok(self.add_new_rules(text)?.staged)
     }
@@ -396,11 +399,18 @@ impl Materialization {
     pub fn add_new_rules(&mut self, text: &str) -> Result<AddedRules, LiveError> {
         let text = with_period(text);
         let file = SourceFile::new("<rules>", text.clone());
-        let ast = dynalog_syntax::parse(&file).map_err(LiveError::Parse)?;
+        let (ast, components) =
+            dynalog_syntax::parse_with_components(&file).map_err(LiveError::Parse)?;
+        if !components.bodies.is_empty() {
+            return Err(LiveError::Invalid(
+                "components (`.comp`) cannot be added to a session; add them to the program file"
+                    .into(),
+            ));
+        }
         if ast.items.is_empty() {
             return Err(LiveError::Invalid("no rule given".into()));
         }
-        let (_, program) = self.current_program()?;
+        let (_, program, _) = self.current_program()?;
         let mut known: std::collections::HashSet<String> =
             program.items.iter().filter_map(rule_canonical).collect();
         let mut present = Vec::new();
@@ -441,17 +451,17 @@ impl Materialization {
         Ok(AddedRules { staged, present })
     }
 
-    /// The program text as staged (the committed one if no rule change is staged), and
-    /// its syntax tree.
-    fn current_program(&self) -> Result<(String, dynalog_syntax::Program), LiveError> {
+    /// The program text as staged (the committed one if no rule change is staged), its
+    /// syntax tree (components expanded), and where its components are declared.
+    fn current_program(&self) -> Result<(String, dynalog_syntax::Program, Components), LiveError> {
         let current = self
             .pending_text
             .clone()
             .unwrap_or_else(|| self.text.clone());
         let program_file = SourceFile::new(self.name.clone(), current.clone());
-        let program = dynalog_syntax::parse(&program_file)
+        let (program, components) = dynalog_syntax::parse_with_components(&program_file)
             .map_err(|d| LiveError::Rules(format!("the program no longer parses: {d}")))?;
-        Ok((current, program))
+        Ok((current, program, components))
     }
 
     /// Stage the removal of rules: each rule of `text` must match a rule of the
@@ -460,6 +470,11 @@ impl Materialization {
     /// The rules are a set: a rule is removed once, whatever the number of times `text`
     /// gives it (and every copy of it goes, if the program file wrote it twice).
     /// Returns the number of rules removed.
+    ///
+    /// Rules written inside a component (`.comp`) are not removed this way: every
+    /// instance of the component has a copy, all written by the same text, so a rule
+    /// of `inst.r` matches nothing here (the error says why); rules at the top level,
+    /// including those that use instances' relations (`out(x) :- inst.r(x).`), are.
     pub fn remove_rules(&mut self, text: &str) -> Result<usize, LiveError> {
         let text = with_period(text);
         let file = SourceFile::new("<rules>", text);
@@ -478,13 +493,27 @@ impl Materialization {
         if wanted.is_empty() {
             return Err(LiveError::Invalid("no rule given".into()));
         }
-        let (current, program_ast) = self.current_program()?;
-        let canonicals: Vec<Option<String>> =
-            program_ast.items.iter().map(rule_canonical).collect();
+        let (current, program_ast, components) = self.current_program()?;
+        // The rules of component instances are copies of a component's text: they are
+        // not removed one by one (the component's rule stands for every instance's).
+        let canonicals: Vec<Option<String>> = program_ast
+            .items
+            .iter()
+            .map(|item| rule_canonical(item).filter(|_| !components.contains(item.span())))
+            .collect();
         let present: std::collections::HashSet<&String> = canonicals.iter().flatten().collect();
         for (c, span) in &wanted {
             if !present.contains(c) {
-                let d = Diagnostic::at(&file, *span, "no such rule in the program");
+                let in_component = program_ast.items.iter().any(|item| {
+                    components.contains(item.span()) && rule_canonical(item).as_ref() == Some(c)
+                });
+                let message = if in_component {
+                    "this rule belongs to a component instance; rules inside components cannot \
+                     be removed one by one (edit the component in the program file)"
+                } else {
+                    "no such rule in the program"
+                };
+                let d = Diagnostic::at(&file, *span, message);
                 return Err(LiveError::Parse(d));
             }
         }
@@ -1002,6 +1031,69 @@ mod tests {
                 Some(1)
             );
             m.abort();
+        }
+    }
+
+    #[test]
+    fn a_program_with_components_loads_and_its_top_level_rules_change() {
+        let text = "\
+.decl edge(x: number, y: number)
+.comp Closure {
+    .decl start(x: number)
+    .decl reach(x: number)
+    reach(x) :- start(x).
+    reach(y) :- reach(x), edge(x, y).
+    .output reach
+}
+.init a = Closure
+.init b = Closure
+a.start(1).
+b.start(3).
+.decl both(x: number)
+both(x) :- a.reach(x), b.reach(x).
+";
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = Materialization::new("c.dl", text, engine, 1).expect("checks");
+            for f in ["edge(1, 2)", "edge(2, 3)", "edge(3, 4)"] {
+                m.insert_fact(f).expect("a fact");
+            }
+            m.commit().expect("commits");
+            assert_eq!(m.len("a.reach"), Some(4), "{engine}");
+            assert_eq!(m.len("b.reach"), Some(2), "{engine}");
+            assert_eq!(m.len("both"), Some(2), "{engine}");
+            // An instance's rules are listed with their qualified names.
+            let rules = m.rules();
+            assert!(
+                rules
+                    .iter()
+                    .any(|r| r == "b.reach(y) :- b.reach(x), edge(x, y)."),
+                "{rules:?}"
+            );
+            // Facts of instances' relations, and top-level rules over them.
+            m.insert_fact("b.start(1)").expect("a fact");
+            m.add_rules("both(x) :- a.start(x).").expect("parses");
+            m.commit().expect("commits");
+            assert_eq!(m.len("both"), Some(4), "{engine}");
+            assert_eq!(
+                m.remove_rules("both(x) :- a.reach(x), b.reach(x).").ok(),
+                Some(1)
+            );
+            m.commit().expect("commits");
+            assert_eq!(m.len("both"), Some(1), "{engine}");
+            // An instance's rule is the component's text: not removable by itself.
+            let e = m
+                .remove_rules("a.reach(x) :- a.start(x).")
+                .expect_err("inside a component");
+            assert!(e.message().contains("inside components"), "{e}");
+            let e = m
+                .add_rules(".comp C { .decl r(x: number) }\nboth(9).")
+                .expect_err("no components");
+            assert!(e.message().contains("components"), "{e}");
+            assert!(!m.has_staged());
+            // The program text still has its components and parses after the changes.
+            m.add_rules("both(x) :- b.start(x).").expect("parses");
+            m.commit().expect("commits");
+            assert_eq!(m.len("both"), Some(2), "{engine}");
         }
     }
 
