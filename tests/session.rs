@@ -73,6 +73,11 @@ fn session_load_and_unload_files() {
 }
 
 #[test]
+fn aggregates_session() {
+    check_script("aggregates", true);
+}
+
+#[test]
 fn quiet_prints_only_summaries_and_changes_go_to_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("changes.log");

@@ -18,10 +18,16 @@ pub enum Rules {
     Rhodf,
     /// OWL 2 RL for univ-bench (`programs/owl2rl.dl`), data as N-Triples.
     Owl2rl,
+    /// Aggregate-heavy statistics over `edge` (`programs/stats.dl`): degrees, reach
+    /// counts, maxima and sums per node over the transitive closure.
+    Stats,
 }
 
 /// Reachability over `edge` (`programs/tc.dl`).
 pub const TC: &str = include_str!("../../../programs/tc.dl");
+
+/// Aggregates over `edge` and its transitive closure (`programs/stats.dl`).
+pub const STATS: &str = include_str!("../../../programs/stats.dl");
 
 impl Rules {
     pub fn text(self) -> &'static str {
@@ -29,6 +35,7 @@ impl Rules {
             Rules::Tc => TC,
             Rules::Rhodf => rdf::RHODF,
             Rules::Owl2rl => rdf::OWL2RL,
+            Rules::Stats => STATS,
         }
     }
 
@@ -37,6 +44,7 @@ impl Rules {
             Rules::Tc => "tc.dl",
             Rules::Rhodf => "rhodf.dl",
             Rules::Owl2rl => "owl2rl.dl",
+            Rules::Stats => "stats.dl",
         }
     }
 
@@ -51,6 +59,11 @@ impl Rules {
             // A new derived relation with a self-join.
             Rules::Owl2rl => {
                 ".decl coAuthor(x: symbol, y: symbol)\ncoAuthor(x, y) :- publicationAuthor(p, x), publicationAuthor(p, y), x != y."
+            }
+            // A new aggregate over the closure: its input, result and readers come
+            // and go.
+            Rules::Stats => {
+                ".decl nearest(x: number, m: number)\nnearest(x, m) :- node(x), m = min y : tc(x, y)."
             }
         }
     }
@@ -167,6 +180,22 @@ pub const WORKLOADS: &[Workload] = &[
         "owl2rl-lubm10",
         Rules::Owl2rl,
         Data::Lubm { universities: 10 },
+    ),
+    w(
+        "stats-rand1k",
+        Rules::Stats,
+        Data::Rand {
+            nodes: 1000,
+            p: 0.001,
+        },
+    ),
+    w(
+        "stats-rmat1k",
+        Rules::Stats,
+        Data::Rmat {
+            nodes: 1000,
+            edges: 10_000,
+        },
     ),
     w(
         "rhodf-lubm50",

@@ -581,3 +581,69 @@ fn operators_lower_and_print() {
     let shown = p.rules[0].display(&p).to_string();
     assert!(shown.contains("min(x, 2) band (bnot (x ^ 2))"), "{shown}");
 }
+
+#[test]
+fn aggregates_become_relations_and_aggregate_strata() {
+    let p = check(
+        ".decl b(x: number, y: number)\n.decl a(x: number)\n.decl c(x: number, n: number)\n\
+         c(x, n) :- a(x), n = count : { b(x, _) }.\n",
+    )
+    .expect("checks");
+    assert_eq!(p.aggregates.len(), 1);
+    let agg = &p.aggregates[0];
+    assert_eq!((agg.func, agg.group), (crate::AggFunc::Count, 1));
+    assert!(p.relation(agg.head).is_internal() && p.relation(agg.source).is_internal());
+    // The input counts b's tuples (its wildcard too): group x, then the wildcard.
+    assert_eq!(p.relation(agg.source).arity(), 2);
+    // The aggregate's stratum comes after its input's and before the rule's.
+    let stratum_of = |r| p.strata.iter().position(|s| s.relations.contains(&r));
+    let c = p.relation_id("c").expect("c");
+    assert!(stratum_of(agg.source) < Some(agg.stratum));
+    assert!(Some(agg.stratum) < stratum_of(c));
+    // Two rules for c: the group with a count, and the empty group (count 0).
+    assert_eq!(p.rules.iter().filter(|r| r.head.relation == c).count(), 2);
+    // The same aggregate in another rule is the same relations.
+    let p2 = check(
+        ".decl b(x: number, y: number)\n.decl a(x: number)\n.decl c(x: number, n: number)\n\
+         c(x, n) :- a(x), n = count : { b(x, _) }.\nc(n, x) :- a(x), n = count : { b(x, _) }.\n",
+    )
+    .expect("checks");
+    assert_eq!(p2.aggregates.len(), 1);
+    assert_eq!(p2.relations.len(), p.relations.len());
+}
+
+#[test]
+fn error_aggregates() {
+    let decls = ".decl b(x: number, y: number)\n.decl f(x: number, y: float)\n\
+                 .decl s(x: number, y: symbol)\n.decl r(x: number, n: number)\n";
+    check_err(
+        &format!("{decls}r(x, n) :- n = count : {{ b(x, _) }}.\n"),
+        5,
+        28,
+        "witness problem: `x`",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- b(x, _), n = mean y : {{ b(x, y) }}.\n"),
+        5,
+        30,
+        "`mean` aggregates floats",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- b(x, _), n = sum y : {{ s(x, y) }}.\n"),
+        5,
+        29,
+        "`sum` aggregates numbers",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- b(x, _), n = count : {{ r(x, _) }}.\n"),
+        5,
+        25,
+        "recursion through an aggregate",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- b(x, _), n = sum y : {{ f(x, y) }}.\n"),
+        5,
+        25,
+        "type mismatch: this aggregate's result is a float, but this expression needs a number",
+    );
+}

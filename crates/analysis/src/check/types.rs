@@ -238,8 +238,13 @@ impl Checker<'_> {
                     return Err(self.err(
                         v.span,
                         format!(
-                            "type mismatch: variable `{}` is {} {vt}, but this expression needs {} {ty}",
-                            v.name,
+                            "type mismatch: {} is {} {vt}, but this expression needs {} {ty}",
+                            // The fresh variable of an aggregate (module `aggregates`).
+                            if v.name.starts_with("@a") {
+                                "this aggregate's result".to_string()
+                            } else {
+                                format!("variable `{}`", v.name)
+                            },
                             article(vt),
                             article(ty)
                         ),

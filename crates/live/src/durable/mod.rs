@@ -1394,7 +1394,7 @@ mod recovery_tests {
             let engines = dynalog_engines::ENGINE_NAMES;
             let engine = engines[seed as usize % engines.len()];
             let tmp = tempfile::tempdir().expect("tmp");
-            let mut rng = Rng(seed * 0x9E37_79B9_7F4A_7C15);
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let mut acked: Vec<Vec<String>> = Vec::new();
             let mut rule_in = false;
             for round in 0..3 {

@@ -8,9 +8,14 @@ use dynalog_analysis::{RelId, Value};
 impl Materialization {
     /// The current rules, as written.
     pub fn rules(&self) -> Vec<String> {
-        self.program()
-            .rules
+        let p = self.program();
+        let mut seen = std::collections::HashSet::new();
+        // A rule with an aggregate is one written rule: its internal rules and its
+        // variant for the empty group are not listed apart.
+        p.rules
             .iter()
+            .filter(|r| !p.relation(r.head.relation).is_internal())
+            .filter(|r| seen.insert((r.span, r.text.as_str())))
             .map(|r| r.text.clone())
             .collect()
     }

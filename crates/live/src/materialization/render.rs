@@ -22,17 +22,16 @@ impl Materialization {
     }
 
     /// The changes users follow: those of the `.output` relations, or of every relation
-    /// when the program declares no output.
+    /// when the program declares no output (never the internal relations of aggregates).
     pub fn shown_changes(&self, changes: &[Change]) -> Vec<Change> {
         let p = self.program();
         let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
         changes
             .iter()
             .filter(|(r, _, _)| {
-                !any_output
-                    || p.relations
-                        .get(*r as usize)
-                        .is_some_and(|rel| !rel.outputs.is_empty())
+                p.relations.get(*r as usize).is_some_and(|rel| {
+                    !rel.is_internal() && (!any_output || !rel.outputs.is_empty())
+                })
             })
             .cloned()
             .collect()
