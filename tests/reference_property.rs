@@ -1,9 +1,9 @@
 //! Property test: on random programs (recursive, with negation in higher strata,
-//! constants, repeated variables, comparisons and arithmetic) over random facts, the
+//! constants, repeated variables, comparisons, arithmetic and aggregates) over random facts, the
 //! semi-naive reference engine agrees with a deliberately naive fixpoint evaluator
 //! written here, relation by relation.
 
-use dynalog_analysis::{Literal, Program, RelId, Term, Value};
+use dynalog_analysis::{AggFunc, Aggregate, Literal, Program, RelId, Term, Value};
 use dynalog_engines::Engine;
 use dynalog_syntax::SourceFile;
 use proptest::prelude::*;
@@ -19,6 +19,11 @@ fn naive(program: &Program, base: &Db) -> Db {
         db[*rel as usize].insert(t.clone());
     }
     for stratum in &program.strata {
+        for &a in &stratum.aggregates {
+            let agg = &program.aggregates[a];
+            let rows = naive_aggregate(agg, &db[agg.source as usize]);
+            db[agg.head as usize].extend(rows);
+        }
         loop {
             let mut new = Vec::new();
             for &ri in &stratum.rules {
@@ -49,6 +54,39 @@ fn naive(program: &Program, base: &Db) -> Db {
         }
     }
     db
+}
+
+/// An aggregate of numbers over its input relation, folded here by plain loops (not
+/// by the IR's `fold`): group by the first columns; count the rows, or add (wrapping,
+/// 32 bits), or take the least or greatest (signed) of their last column.
+fn naive_aggregate(agg: &Aggregate, rows: &BTreeSet<Vec<Value>>) -> Vec<Vec<Value>> {
+    assert_eq!(
+        agg.ty,
+        dynalog_analysis::Type::Number,
+        "the generator aggregates numbers"
+    );
+    let mut groups: std::collections::BTreeMap<Vec<Value>, Vec<i32>> = Default::default();
+    for row in rows {
+        let value = *row.last().expect("a column") as i32;
+        groups
+            .entry(row[..agg.group].to_vec())
+            .or_default()
+            .push(value);
+    }
+    groups
+        .into_iter()
+        .map(|(mut group, values)| {
+            let result = match agg.func {
+                AggFunc::Count => values.len() as i32,
+                AggFunc::Sum => values.iter().fold(0i32, |a, &v| a.wrapping_add(v)),
+                AggFunc::Min => *values.iter().min().expect("a row"),
+                AggFunc::Max => *values.iter().max().expect("a row"),
+                AggFunc::Mean => unreachable!("not generated"),
+            };
+            group.push(result as Value);
+            group
+        })
+        .collect()
 }
 
 fn solve(
@@ -197,8 +235,17 @@ fn program_text() -> impl Strategy<Value = String> {
         proptest::collection::vec(rule("r", vec!["e", "p", "r"], vec!["p", "q", "f"]), 0..3),
         proptest::collection::vec(rule("s", vec!["r", "p", "e"], vec!["q", "r"]), 0..2),
         proptest::bool::ANY,
+        proptest::collection::vec(
+            (
+                0usize..5,
+                proptest::sample::select(vec!["e", "p", "q", "r"]),
+                proptest::sample::select(vec!["e", "p", "r"]),
+                0u32..4,
+            ),
+            0..3,
+        ),
     )
-        .prop_map(|(p, q, r, s, arith)| {
+        .prop_map(|(p, q, r, s, arith, aggs)| {
             let mut text = String::from(
                 ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n.decl u(a: number)\n\
                  .decl p(a: number, b: number)\n.decl q(a: number, b: number)\n\
@@ -211,6 +258,18 @@ fn program_text() -> impl Strategy<Value = String> {
             }
             if arith {
                 text.push_str("t(x + y, x * 2 - 1) :- p(x, y), x != 3.\nt(n, m) :- s(n, k), m = k % 3, !q(n, _).\n");
+            }
+            // Aggregates (of `t`, which nothing below reads): groups, the empty
+            // group, witnesses, a comparison in the body, a variable only the rest of
+            // the rule binds.
+            for (kind, inner, outer, c) in aggs {
+                text.push_str(&match kind {
+                    0 => format!("t(x, n) :- {outer}(x, _), n = count : {{ {inner}(x, _) }}.\n"),
+                    1 => format!("t(x, n) :- {outer}(x, _), n = sum y : {{ {inner}(x, y), y < {c} }}.\n"),
+                    2 => format!("t(y, n) :- n = min x : {{ {inner}(x, y) }}.\n"),
+                    3 => format!("t(x, n) :- {outer}(_, x), n = max y : {inner}(x, y).\n"),
+                    _ => format!("t(x, n) :- {outer}(x, _), n = count : {{ {inner}(y, _), y < x }}.\n"),
+                });
             }
             text
         })
@@ -258,11 +317,17 @@ fn generator_yields_mostly_valid_programs() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let strat = program_text();
-    let valid = (0..200)
-        .filter(|_| compile(&strat.new_tree(&mut runner).expect("tree").current()).is_some())
-        .count();
+    let programs: Vec<Program> = (0..200)
+        .filter_map(|_| compile(&strat.new_tree(&mut runner).expect("tree").current()))
+        .collect();
+    let valid = programs.len();
     assert!(
         valid > 60,
         "only {valid} of 200 generated programs are valid"
+    );
+    let with_aggregates = programs.iter().filter(|p| !p.aggregates.is_empty()).count();
+    assert!(
+        with_aggregates > valid / 3,
+        "only {with_aggregates} of {valid} valid programs have aggregates"
     );
 }
