@@ -37,7 +37,7 @@ pub fn program_text(text: &str, program: &Program) -> String {
             out.push('\n');
         }
     }
-    for r in &program.relations {
+    for r in program.relations.iter().filter(|r| !r.is_internal()) {
         out.push_str(&format!(".printsize {}\n", r.name));
     }
     out
@@ -135,6 +135,7 @@ pub fn printed_facts(stdout: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::STATS;
     use dynalog_engines::Engine;
 
     /// The converted program and facts give the same materialization as the
@@ -187,6 +188,16 @@ mod tests {
     #[test]
     fn rhodf_converts_for_souffle() {
         converted_matches("rhodf-lubm1");
+    }
+
+    #[test]
+    fn stats_converts_for_souffle_without_internal_relations() {
+        converted_matches("stats-rand1k");
+        let text = program_text(
+            STATS,
+            &workload::analyse(&dynalog_syntax::SourceFile::new("stats.dl", STATS)).unwrap(),
+        );
+        assert!(text.contains(".printsize reach\n") && !text.contains(".printsize @"));
     }
 
     #[test]

@@ -234,8 +234,12 @@ pub fn compare(program: &Program, expected: &Snapshot, actual: &Snapshot) -> Res
     })
 }
 
+/// The facts of the materialization: every relation but the internal ones of
+/// aggregates (which engines keep or not, and Soufflé does not print).
 fn total(engine: &dyn Engine) -> usize {
-    (0..engine.program().relations.len())
+    let p = engine.program();
+    (0..p.relations.len())
+        .filter(|&r| !p.relations[r].is_internal())
         .map(|r| engine.len(r as RelId))
         .sum()
 }
@@ -329,20 +333,24 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
         }
         Mode::Rules => {
             let before = Snapshot::of(engine.as_ref());
-            let reanalyse = |text: &str, symbols| -> Result<Program, Error> {
+            // The relations keep their ids (those of aggregates included).
+            let reanalyse = |text: &str, current: &Program| -> Result<Program, Error> {
                 let file = dynalog_syntax::SourceFile::new("<bench rules>", text.to_string());
                 let ast = dynalog_syntax::parse(&file)?;
+                let options = dynalog_analysis::Options {
+                    previous: current.relations.clone(),
+                };
                 Ok(dynalog_analysis::analyse_with(
                     &file,
                     &ast,
-                    symbols,
-                    &Default::default(),
+                    current.symbols.clone(),
+                    &options,
                 )?)
             };
             let text = task.workload.rules.text();
             let with = reanalyse(
                 &format!("{text}\n{}\n", task.workload.rules.extra_rule()),
-                engine.program().symbols.clone(),
+                engine.program(),
             )?;
             let t = Instant::now();
             engine.set_program(with);
@@ -350,7 +358,7 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
             report.add_rule_s = Some(t.elapsed().as_secs_f64());
             report.facts_with_rule = Some(total(engine.as_ref()));
             report.rss_with_rule_mb = rss_mb();
-            let without = reanalyse(text, engine.program().symbols.clone())?;
+            let without = reanalyse(text, engine.program())?;
             let t = Instant::now();
             engine.set_program(without);
             commit(engine.as_mut())?;

@@ -84,8 +84,20 @@ fn adding_and_removing_an_aggregate_rule() {
         e.commit().expect("commit");
         assert_eq!(facts(e.as_ref(), "m"), [vec![7]], "{name}");
         let without = try_next_program(base, with.symbols.clone(), &with.relations).expect("valid");
-        // The aggregate's internal relations stay, empty, in their places.
-        assert_eq!(without.relations.len(), with.relations.len());
+        // The aggregate's internal relations were the last: the program ends earlier.
+        assert_eq!(without.relations.len(), p.relations.len());
+        // With a new relation after them, they stay, empty, in their places.
+        let other = try_next_program(
+            &format!("{base}.decl w(x: number)\nw(x) :- v(x, _).\n"),
+            with.symbols.clone(),
+            &with.relations,
+        )
+        .expect("valid");
+        assert_eq!(other.relations.len(), with.relations.len() + 1);
+        assert_eq!(
+            &other.relations[..with.relations.len()],
+            &with.relations[..]
+        );
         e.set_program(without);
         e.commit().expect("commit");
         assert!(facts(e.as_ref(), "m").is_empty(), "{name}");

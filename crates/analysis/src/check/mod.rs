@@ -41,8 +41,9 @@ pub struct Options {
     /// The relations of the program this one replaces (empty: none). The relations
     /// both have keep their ids, in the previous order, and the new ones follow, so
     /// that the new program extends the old one (see `dynalog_engines::check_extends`)
-    /// whatever the text order; an internal relation of an aggregate the new program
-    /// no longer has stays, empty, in its place.
+    /// whatever the text order; a relation the new program no longer has (the internal
+    /// relations of a removed aggregate) stays, empty, in its place, unless it was
+    /// among the last and no new relation follows.
     pub previous: Vec<Relation>,
 }
 
@@ -127,8 +128,8 @@ pub fn analyse_with(
     Ok(checked)
 }
 
-/// Renumber the relations of `p`: those of `previous` first, in its order (an internal
-/// one `p` lacks stays as an empty relation), then the others in their order.
+/// Renumber the relations of `p`: those of `previous` first, in its order (one `p`
+/// lacks stays as an empty relation, except at the end), then the others in theirs.
 fn keep_ids(p: &mut Program, previous: &[Relation]) {
     let by_name: FxHashMap<&str, RelId> = p
         .relations
@@ -145,18 +146,23 @@ fn keep_ids(p: &mut Program, previous: &[Relation]) {
                 placed[id as usize] = true;
                 order.push(Some(id));
             }
-            None if r.is_internal() => {
+            None => {
                 order.push(None);
                 orphans.push(r.clone());
             }
-            None => {}
         }
     }
-    order.extend(
-        (0..p.relations.len() as RelId)
-            .filter(|&id| !placed[id as usize])
-            .map(Some),
-    );
+    let new: Vec<RelId> = (0..p.relations.len() as RelId)
+        .filter(|&id| !placed[id as usize])
+        .collect();
+    if new.is_empty() {
+        // Nothing follows the relations that went last: the program just ends earlier.
+        while order.last() == Some(&None) {
+            order.pop();
+            orphans.pop();
+        }
+    }
+    order.extend(new.into_iter().map(Some));
     let mut new_id = vec![0 as RelId; p.relations.len()];
     for (i, old) in order.iter().enumerate() {
         if let Some(old) = old {
