@@ -78,35 +78,31 @@ fn for_each_expr<'a>(head: &'a [Expr], body: &'a [Literal], f: &mut impl FnMut(&
 }
 
 /// Every variable of an expression, descending into aggregates (their targets and
-/// bodies), in order, with the span of each occurrence.
+/// bodies), in order.
 fn all_vars<'a>(e: &'a Expr, out: &mut Vec<&'a Ident>) {
-    match e {
-        Expr::Var(v) => out.push(v),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => all_vars(i, out),
-        Expr::Binary { lhs, rhs, .. } => {
-            all_vars(lhs, out);
-            all_vars(rhs, out);
-        }
-        Expr::Aggregate(a) => {
-            if let Some(t) = &a.target {
-                all_vars(t, out);
-            }
-            for_each_expr(&[], &a.body, &mut |e| all_vars(e, out));
-        }
-        Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
-    }
+    vars(e, true, out)
 }
 
 /// The variables of an expression outside aggregates.
 fn level_vars<'a>(e: &'a Expr, out: &mut Vec<&'a Ident>) {
+    vars(e, false, out)
+}
+
+fn vars<'a>(e: &'a Expr, deep: bool, out: &mut Vec<&'a Ident>) {
     match e {
         Expr::Var(v) => out.push(v),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => level_vars(i, out),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => vars(i, deep, out),
         Expr::Binary { lhs, rhs, .. } => {
-            level_vars(lhs, out);
-            level_vars(rhs, out);
+            vars(lhs, deep, out);
+            vars(rhs, deep, out);
         }
-        _ => {}
+        Expr::Aggregate(a) if deep => {
+            if let Some(t) = &a.target {
+                vars(t, deep, out);
+            }
+            for_each_expr(&[], &a.body, &mut |e| vars(e, deep, out));
+        }
+        Expr::Aggregate(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
     }
 }
 
