@@ -4,7 +4,7 @@
 use super::*;
 use crate::ir::{Expr, Literal, Term};
 use crate::value::Type;
-use dynalog_syntax::{CmpOp, MAX_EXPR_DEPTH};
+use dynalog_syntax::{CmpOp, MAX_EXPR_DEPTH, UnaryOp};
 
 fn check(text: &str) -> Result<Program, Diagnostic> {
     let file = SourceFile::new("t.dl", text.to_string());
@@ -580,4 +580,95 @@ fn operators_lower_and_print() {
     .unwrap();
     let shown = p.rules[0].display(&p).to_string();
     assert!(shown.contains("min(x, 2) band (bnot (x ^ 2))"), "{shown}");
+}
+
+#[test]
+fn conversions_type_lower_and_print() {
+    let p = check(
+        ".decl a(x: number)\n.decl b(x: float)\n.decl c(x: unsigned)\n\
+         b(to_float(x) + 0.5) :- a(x).\n\
+         c(y) :- b(x), y = to_unsigned(x * 2.0).\n\
+         a(to_number(y)) :- c(y), to_float(y) < 3.5.\n\
+         a(x) :- x = to_number(2.5).\n",
+    )
+    .unwrap();
+    let shown: Vec<String> = p.rules.iter().map(|r| r.display(&p).to_string()).collect();
+    assert_eq!(shown[0], "b(to_float(x) + 0.5) :- a(x).");
+    assert_eq!(shown[1], "c(y) :- b(x), y := to_unsigned(x * 2).");
+    assert_eq!(shown[2], "a(to_number(y)) :- c(y), to_float(y) < 3.5.");
+    // The operand is typed by what it is, not by the conversion's place.
+    let Some(Literal::Assign { expr, .. }) = p.rules[3].body.first() else {
+        panic!("{:?}", p.rules[3].body)
+    };
+    assert_eq!(
+        *expr,
+        Expr::Unary(
+            UnaryOp::ToNumber,
+            Type::Float,
+            Box::new(Expr::Const(2.5f32.to_bits()))
+        )
+    );
+}
+
+#[test]
+fn facts_fold_conversions_as_souffle_does() {
+    let p = check(
+        ".decl r(a: float, b: unsigned, c: number, d: number, e: float, f: unsigned)\n\
+         r(to_float(3), to_unsigned(-1), to_number(2.5), to_number(3u), to_float(3u), to_unsigned(-2.7)).\n",
+    )
+    .unwrap();
+    let t = &p.facts[0].1;
+    assert_eq!(f32::from_bits(t[0]), 3.0);
+    assert_eq!(t[1], u32::MAX);
+    assert_eq!(t[2], 2);
+    assert_eq!(t[3], 3);
+    assert_eq!(f32::from_bits(t[4]), 3.0);
+    assert_eq!(t[5], 4294967294);
+}
+
+#[test]
+fn error_conversions() {
+    let decls = ".decl a(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
+    check_err(
+        &format!("{decls}a(to_number(x)) :- s(x).\n"),
+        4,
+        3,
+        "`to_number` of a symbol is not supported: it reads the symbol's text at evaluation time",
+    );
+    check_err(
+        &format!("{decls}f(y) :- s(x), y = to_float(x) + 1.5.\n"),
+        4,
+        19,
+        "`to_float` of a symbol is not supported",
+    );
+    check_err(
+        &format!("{decls}a(to_number(\"7\")).\n"),
+        4,
+        3,
+        "`to_number` of a symbol is not supported",
+    );
+    check_err(
+        &format!("{decls}a(to_float(x)) :- a(x).\n"),
+        4,
+        3,
+        "type mismatch: `to_float(...)` is a float, but column 1 of `a` needs a number",
+    );
+    check_err(
+        &format!("{decls}s(x) :- a(y), x = to_number(y).\n"),
+        4,
+        19,
+        "type mismatch: `to_number(...)` is a number, but this expression needs a symbol",
+    );
+    check_err(
+        &format!("{decls}a(to_float(1)).\n"),
+        4,
+        3,
+        "type mismatch: column 1 of `a` is a number, but `to_float(...)` is a float",
+    );
+    check_err(
+        &format!("{decls}a(x) :- f(y), x = to_number(bnot y).\n"),
+        4,
+        29,
+        "`bnot` works on numbers and unsigned, but this expression is a float",
+    );
 }

@@ -141,6 +141,7 @@ impl fmt::Display for Show<'_, Expr> {
         let operand = |f: &mut fmt::Formatter<'_>, e: &Expr| match e {
             Expr::Var(_) | Expr::Const(_) => write!(f, "{}", self.with(e, self.ty)),
             Expr::Binary { op, .. } if op.is_functor() => write!(f, "{}", self.with(e, self.ty)),
+            Expr::Unary(op, ..) if op.is_conversion() => write!(f, "{}", self.with(e, self.ty)),
             _ => write!(f, "({})", self.with(e, self.ty)),
         };
         match self.item {
@@ -162,6 +163,10 @@ impl fmt::Display for Show<'_, Expr> {
                 Expr::Var(v) => write!(f, "-{}", self.var(v)),
                 _ => write!(f, "-({})", self.with(&**e, self.ty)),
             },
+            // The operand of a conversion is of the type the conversion is from.
+            Expr::Unary(op, ty, e) if op.is_conversion() => {
+                write!(f, "{}({})", op.as_str(), self.with(&**e, *ty))
+            }
             Expr::Unary(op, _, e) => {
                 write!(f, "{} ", op.as_str())?;
                 operand(f, e)

@@ -711,6 +711,10 @@ mod tests {
             Expr::Unary(op, ty, e) => {
                 let a = naive_expr(e, slots)?;
                 match (ty, op) {
+                    // Conversions: the evaluator's, checked against Soufflé on its own.
+                    (_, UnaryOp::ToFloat | UnaryOp::ToNumber | UnaryOp::ToUnsigned) => {
+                        dynalog_analysis::eval_unary(*op, *ty, a)
+                    }
                     (Type::Float | Type::Symbol, _) => None,
                     (_, UnaryOp::BNot) => Some(!a),
                     (_, UnaryOp::LNot) => Some(if a == 0 { 1 } else { 0 }),
