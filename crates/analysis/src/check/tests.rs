@@ -313,12 +313,71 @@ fn error_io_options() {
         10,
         "option `mapping` is not supported",
     );
+}
+
+#[test]
+fn error_eqrel() {
     check_err(
         ".decl e(x: number) eqrel\n",
         1,
         20,
-        "`eqrel` relations are not supported",
+        "`eqrel` needs a relation of two columns (`.decl e(x: T, y: T) eqrel`), but `e` has 1",
     );
+    check_err(
+        ".decl e(x: number, y: number, z: number) output eqrel\n",
+        1,
+        49,
+        "but `e` has 3",
+    );
+    check_err(
+        ".decl e(x: number, y: symbol) eqrel\n",
+        1,
+        31,
+        "`eqrel` relates values of one type, but the columns of `e` have different types \
+         (`x: number`, `y: symbol`)",
+    );
+    // As in Soufflé, the declared types must be the same, not only their base types.
+    check_err(
+        ".type A <: number\n.decl e(x: A, y: number) eqrel\n",
+        2,
+        26,
+        "(`x: A`, `y: number`)",
+    );
+}
+
+#[test]
+fn eqrel_relations_get_closure_rules() {
+    let p = check(
+        ".type T <: symbol\n.decl e(a: T, b: T) eqrel\n.decl s(a: T)\n\
+         e(x, y) :- s(x), s(y), x != y.\ne(\"a\", \"b\").\n",
+    )
+    .unwrap();
+    assert!(p.relations[0].eqrel && !p.relations[1].eqrel);
+    let listed: Vec<(String, bool)> = p
+        .rules
+        .iter()
+        .map(|r| (r.display(&p).to_string(), r.generated))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("e(x, y) :- s(x), s(y), x != y.".to_string(), false),
+            ("e(x, x) :- e(x, _).".to_string(), true),
+            ("e(y, x) :- e(x, y).".to_string(), true),
+            ("e(x, z) :- e(x, y), e(y, z).".to_string(), true),
+        ]
+    );
+    assert_eq!(p.rules[3].text, "e(x, z) :- e(x, y), e(y, z).");
+    let shown = p.to_string();
+    assert!(
+        shown.contains(".decl e(a: symbol, b: symbol) eqrel // stratum"),
+        "{shown}"
+    );
+    assert!(shown.contains("e(y, x) :- e(x, y). // eqrel\n"), "{shown}");
+    // An eqrel relation with no rule of its own (read from a file) is closed too.
+    let p = check(".decl e(a: number, b: number) eqrel\n.input e\n").unwrap();
+    assert_eq!(p.rules.len(), 3);
+    assert!(p.strata.iter().any(|s| s.recursive));
 }
 
 // ----- hostile input: deep, long and many ------------------------------------

@@ -3,7 +3,8 @@
 //!
 //! A [`Program`] prints as its relations (`.decl` with column types, I/O qualifiers and
 //! the stratum that computes it), the facts written in the program, then the rules of
-//! each stratum in evaluation order. A rule prints with its body *in evaluation order*
+//! each stratum in evaluation order (those the analysis added to close an `eqrel`
+//! relation marked `// eqrel`). A rule prints with its body *in evaluation order*
 //! (the order an engine joins, filters and assigns in), so it can differ from the source:
 //!
 //! ```text
@@ -261,6 +262,7 @@ impl fmt::Display for Program {
                 (!rel.inputs.is_empty(), "input"),
                 (!rel.outputs.is_empty(), "output"),
                 (rel.printsize, "printsize"),
+                (rel.eqrel, "eqrel"),
             ] {
                 if on {
                     write!(f, " {qualifier}")?;
@@ -296,7 +298,11 @@ impl fmt::Display for Program {
                 names.join(", ")
             )?;
             for &r in &stratum.rules {
-                writeln!(f, "{}", self.rules[r].display(self))?;
+                let rule = &self.rules[r];
+                match rule.generated {
+                    true => writeln!(f, "{} // eqrel", rule.display(self))?,
+                    false => writeln!(f, "{}", rule.display(self))?,
+                }
             }
             for &a in &stratum.aggregates {
                 let agg = &self.aggregates[a];

@@ -46,6 +46,9 @@ pub struct Relation {
     pub printsize: bool,
     /// Declared implicitly by a rule in the study's syntax (all columns symbols).
     pub implicit: bool,
+    /// Declared `eqrel`: an equivalence relation (two columns of one type), closed by
+    /// rules the analysis adds (see [`Rule::generated`]).
+    pub eqrel: bool,
     pub span: Span,
 }
 
@@ -135,6 +138,10 @@ pub struct Rule {
     pub stratum: usize,
     /// The rule as written, for messages and listings.
     pub text: String,
+    /// Made by the analysis, not written: the rules that close an `eqrel` relation
+    /// (`r(x, x) :- r(x, _).`, `r(y, x) :- r(x, y).`, `r(x, z) :- r(x, y), r(y, z).`),
+    /// evaluated like any other rule but not the program's rules to list or remove.
+    pub generated: bool,
     pub span: Span,
 }
 

@@ -543,6 +543,7 @@ mod tests {
                 outputs: Vec::new(),
                 printsize: false,
                 implicit: false,
+                eqrel: false,
                 span: Span::default(),
             });
             (self.p.relations.len() - 1) as RelId
@@ -604,6 +605,7 @@ mod tests {
                 var_types: vec![Type::Number; n],
                 stratum: usize::MAX,
                 text: String::new(),
+                generated: false,
                 span: Span::default(),
             });
             self.p.rules.len() - 1
@@ -1784,6 +1786,7 @@ mod bench {
             outputs: Vec::new(),
             printsize: false,
             implicit: false,
+            eqrel: false,
             span: Span::default(),
         }
     }
@@ -1807,6 +1810,7 @@ mod bench {
             var_types: vec![Type::Number; 3],
             stratum: 1,
             text: String::new(),
+            generated: false,
             span: Span::default(),
         }
     }

@@ -6,11 +6,13 @@ use crate::pattern::Pattern;
 use dynalog_analysis::{RelId, Value};
 
 impl Materialization {
-    /// The current rules, as written.
+    /// The current rules, as written (not those the analysis adds to close an `eqrel`
+    /// relation: they are not the program's to remove).
     pub fn rules(&self) -> Vec<String> {
         self.program()
             .rules
             .iter()
+            .filter(|r| !r.generated)
             .map(|r| r.text.clone())
             .collect()
     }
