@@ -11,8 +11,9 @@
 //!
 //! so every engine maintains the closure with no support of its own, incrementally
 //! under insertions and deletions (a pair derived through a deleted one goes unless
-//! still derivable, as for any rule). They are [`Rule::generated`]: `--show ir` prints
-//! them, marked, but sessions neither list them as the program's rules nor remove them.
+//! still derivable, as for any rule). They are [`Rule::generated`]: `--show ir` and
+//! `--show plan` print them, marked `// eqrel`, but sessions neither list them as the
+//! program's rules nor remove them.
 
 use super::Checker;
 use crate::ir::Rule;
@@ -101,10 +102,11 @@ impl Checker<'_> {
                     span,
                 };
                 let mut checked = self.rule(&rule)?;
+                // Marked, for the listings that print a rule's text (`--show plan`).
                 checked.text = if b2.is_empty() {
-                    format!("{name}({h}) :- {name}({b1}).")
+                    format!("{name}({h}) :- {name}({b1}). // eqrel")
                 } else {
-                    format!("{name}({h}) :- {name}({b1}), {name}({b2}).")
+                    format!("{name}({h}) :- {name}({b1}), {name}({b2}). // eqrel")
                 };
                 checked.generated = true;
                 rules.push(checked);

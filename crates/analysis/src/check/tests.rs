@@ -367,7 +367,7 @@ fn eqrel_relations_get_closure_rules() {
             ("e(x, z) :- e(x, y), e(y, z).".to_string(), true),
         ]
     );
-    assert_eq!(p.rules[3].text, "e(x, z) :- e(x, y), e(y, z).");
+    assert_eq!(p.rules[3].text, "e(x, z) :- e(x, y), e(y, z). // eqrel");
     let shown = p.to_string();
     assert!(
         shown.contains(".decl e(a: symbol, b: symbol) eqrel // stratum"),

@@ -1020,7 +1020,11 @@ mod tests {
             assert!(m.contains_fact("same(13, 1)").expect("a fact"), "{engine}");
             assert_eq!(m.remove_rules("same(x, y) :- e(x, y).").ok(), Some(1));
             m.commit().expect("commits");
-            assert_eq!(m.rules(), ["same(x, y) :- e(x, z), y = z + 10."], "{engine}");
+            assert_eq!(
+                m.rules(),
+                ["same(x, y) :- e(x, z), y = z + 10."],
+                "{engine}"
+            );
             // e(1, 12), e(2, 13), e(7, 18): three classes of two.
             assert_eq!(m.len("same"), Some(3 * 4), "{engine}");
             m.remove_fact("e(2, 3)").expect("a fact");
