@@ -19,6 +19,8 @@
 //! term       := unary (("*" | "/" | "%") unary)*
 //! unary      := "-" unary | primary
 //! primary    := NAME | "_" | INT | FLOAT | STRING | "(" expr ")"
+//!             | ("min" | "max") "(" expr ("," expr)+ ")"
+//!             | ("to_float" | "to_number" | "to_unsigned") "(" expr ")"
 //! paper_lit  := paper_atom | "!" paper_atom
 //! paper_atom := NAME "(" [parg ("," parg)*] ")"
 //! parg       := "?" NAME | "_" | STRING | bare constant up to whitespace , ( ) [ ] "
@@ -33,7 +35,11 @@
 //! arguments are lexed, since bare constants such as `http://a.org/x#y` are not
 //! Soufflé tokens). Its atoms' arguments are then lexed with [`Lexer::paper_arg`].
 //!
-//! Unsupported Soufflé features (functors other than `min`/`max`, records, ADTs,
+//! (The expression rules above are simplified: the full operator precedence is
+//! in `binary_op`.)
+//!
+//! Unsupported Soufflé features (functors other than `min`, `max` and the numeric
+//! conversions, records, ADTs,
 //! preprocessor lines left in text that [`crate::preprocess`] did not run on) are
 //! rejected with a specific message. Parsing stops
 //! at the first error, which points at the offending token.
