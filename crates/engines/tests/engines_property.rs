@@ -1,6 +1,6 @@
 //! Property test of every engine: random programs (recursive, negation in higher
-//! strata, constants, repeated variables, comparisons, arithmetic, aggregates with
-//! groups, witnesses and the empty group) and random sequences
+//! strata, constants, repeated variables, comparisons, arithmetic and conversions,
+//! aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
 //! materialization equals the reference's from-scratch result, and its reported changes
@@ -22,10 +22,12 @@ use proptest::prelude::*;
 const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n\
 .decl u(a: number)\n.decl p(a: number, b: number)\n.decl q(a: number, b: number)\n\
 .decl r(a: number, b: number)\n.decl s(a: number, b: number)\n.decl t(a: number, b: number)\n\
+.decl k(a: number, b: number) eqrel\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
-/// lower relations), level 3 `s`, and `t` with arithmetic in the head.
+/// lower relations), level 3 `s`, and `t` with arithmetic in the head; `k`, an `eqrel`
+/// relation fed by `q`, read with conversions.
 fn rule_pool() -> impl Strategy<Value = Vec<String>> {
     let var = prop_oneof![Just("x"), Just("y"), Just("z")];
     let arg = prop_oneof![
@@ -95,6 +97,8 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("t(x + y, x * 2 - 1) :- p(x, y), x != 3.".into());
                 pool.push("t(n, m) :- s(n, k), m = k % 3, !q(n, _).".into());
                 pool.push("t(x, y) :- e(x, y), y = 6 / (x - 2).".into());
+                pool.push("k(x, y) :- q(x, y), x != 2.".into());
+                pool.push("t(x, y) :- k(x, z), y = to_number(to_float(z) * 1.5) + x.".into());
             }
             pool
         })

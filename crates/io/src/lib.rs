@@ -590,6 +590,7 @@ mod tests {
             outputs: vec![],
             printsize: false,
             implicit: false,
+            eqrel: false,
             span: Default::default(),
         }
     }

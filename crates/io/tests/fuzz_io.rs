@@ -24,6 +24,7 @@ fn relation(types: Vec<Type>) -> Relation {
         outputs: vec![],
         printsize: false,
         implicit: false,
+        eqrel: false,
         span: Default::default(),
     }
 }

@@ -241,14 +241,22 @@ impl ArithOp {
     }
 }
 
-/// A prefix operator other than unary minus (which is [`Expr::Neg`]); defined on
-/// `number` and `unsigned` only.
+/// An operator of one operand other than unary minus (which is [`Expr::Neg`]): the
+/// prefix operators `bnot` and `lnot`, defined on `number` and `unsigned` only, whose
+/// result has the operand's type; and the conversion functors `to_float(x)`,
+/// `to_number(x)` and `to_unsigned(x)`, from any numeric type to theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum UnaryOp {
     /// `bnot`
     BNot,
     /// `lnot` (1 or 0)
     LNot,
+    /// `to_float(x)`
+    ToFloat,
+    /// `to_number(x)`
+    ToNumber,
+    /// `to_unsigned(x)`
+    ToUnsigned,
 }
 
 impl UnaryOp {
@@ -256,6 +264,28 @@ impl UnaryOp {
         match self {
             UnaryOp::BNot => "bnot",
             UnaryOp::LNot => "lnot",
+            UnaryOp::ToFloat => "to_float",
+            UnaryOp::ToNumber => "to_number",
+            UnaryOp::ToUnsigned => "to_unsigned",
+        }
+    }
+
+    /// A conversion functor, written as a call (`to_float(x)`): its result type is its
+    /// own, whatever the operand's.
+    pub fn is_conversion(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::ToFloat | UnaryOp::ToNumber | UnaryOp::ToUnsigned
+        )
+    }
+
+    /// The conversion functor called `name`.
+    pub fn conversion(name: &str) -> Option<UnaryOp> {
+        match name {
+            "to_float" => Some(UnaryOp::ToFloat),
+            "to_number" => Some(UnaryOp::ToNumber),
+            "to_unsigned" => Some(UnaryOp::ToUnsigned),
+            _ => None,
         }
     }
 }
@@ -283,7 +313,7 @@ pub enum Expr {
     Num(Number, Span),
     /// Unary minus applied to a non-literal.
     Neg(Box<Expr>, Span),
-    /// `bnot x`, `lnot x`.
+    /// `bnot x`, `lnot x`, `to_float(x)`, ...
     Unary(UnaryOp, Box<Expr>, Span),
     Binary {
         op: ArithOp,

@@ -19,6 +19,8 @@
 //! term       := unary (("*" | "/" | "%") unary)*
 //! unary      := "-" unary | primary
 //! primary    := NAME | "_" | INT | FLOAT | STRING | "(" expr ")"
+//!             | ("min" | "max") "(" expr ("," expr)+ ")"
+//!             | ("to_float" | "to_number" | "to_unsigned") "(" expr ")"
 //! paper_lit  := paper_atom | "!" paper_atom
 //! paper_atom := NAME "(" [parg ("," parg)*] ")"
 //! parg       := "?" NAME | "_" | STRING | bare constant up to whitespace , ( ) [ ] "
@@ -33,7 +35,11 @@
 //! arguments are lexed, since bare constants such as `http://a.org/x#y` are not
 //! Soufflé tokens). Its atoms' arguments are then lexed with [`Lexer::paper_arg`].
 //!
-//! Unsupported Soufflé features (functors other than `min`/`max`, records, ADTs,
+//! (The expression rules above are simplified: the full operator precedence is
+//! in `binary_op`.)
+//!
+//! Unsupported Soufflé features (functors other than `min`, `max` and the numeric
+//! conversions, records, ADTs,
 //! preprocessor lines left in text that [`crate::preprocess`] did not run on) are
 //! rejected with a specific message. Parsing stops
 //! at the first error, which points at the offending token.
@@ -98,7 +104,10 @@ pub const MAX_EXPANDED_RULES: usize = 1024;
 const UNSUPPORTED_DIRECTIVES: &[&str] =
     &["functor", "limitsize", "plan", "lattice", "once", "include"];
 
-/// Soufflé's built-in functors (reserved words there) that dynalog does not support.
+/// Soufflé's built-in functors (reserved words there). Those dynalog evaluates are
+/// parsed by [`Parser::primary`] (`min`, `max`: [`functor_op`]; `to_float`,
+/// `to_number`, `to_unsigned`: [`UnaryOp::conversion`]); the others are a located
+/// error.
 const FUNCTORS: &[&str] = &[
     "cat",
     "strlen",
@@ -1068,14 +1077,17 @@ impl<'a> Parser<'a> {
     /// functions, and the leaves in [`Parser::leaf`], so that each nesting level costs
     /// little stack.)
     fn primary(&mut self) -> PResult<Sub> {
-        let functor = match self.peek_kind()? {
-            TokenKind::Ident(name) => functor_op(name),
-            _ => None,
+        let (functor, conversion) = match self.peek_kind()? {
+            TokenKind::Ident(name) => (functor_op(name), UnaryOp::conversion(name)),
+            _ => (None, None),
         };
-        if let Some(op) = functor
-            && self.peek2()?.kind == TokenKind::LParen
-        {
-            return self.functor(op);
+        if (functor.is_some() || conversion.is_some()) && self.peek2()?.kind == TokenKind::LParen {
+            if let Some(op) = conversion {
+                return self.conversion(op);
+            }
+            if let Some(op) = functor {
+                return self.functor(op);
+            }
         }
         let Some(open) = self.eat(&TokenKind::LParen)? else {
             let (expr, span) = self.leaf()?;
@@ -1099,7 +1111,7 @@ impl<'a> Parser<'a> {
         let name = self.bump()?;
         let open = self.bump()?;
         self.enter(open.span)?;
-        let args = self.functor_args(op);
+        let args = self.functor_args(op.as_str());
         self.leave();
         let (args, close) = args?;
         let span = name.span.to(close);
@@ -1126,8 +1138,28 @@ impl<'a> Parser<'a> {
         Ok((expr, span, depth))
     }
 
-    /// The arguments of a functor call after its `(`, and the span of its `)`.
-    fn functor_args(&mut self, op: ArithOp) -> PResult<(Vec<Sub>, Span)> {
+    /// `to_float(x)`, `to_number(x)` or `to_unsigned(x)`: one argument.
+    fn conversion(&mut self, op: UnaryOp) -> PResult<Sub> {
+        let name = self.bump()?;
+        let open = self.bump()?;
+        self.enter(open.span)?;
+        let args = self.functor_args(op.as_str());
+        self.leave();
+        let (args, close) = args?;
+        let span = name.span.to(close);
+        let mut args = args.into_iter();
+        let (Some((arg, _, depth)), None) = (args.next(), args.next()) else {
+            return Err(self.error(
+                span,
+                format!("`{0}` takes one argument: `{0}(x)`", op.as_str()),
+            ));
+        };
+        let depth = self.one_deeper(depth, open.span)?;
+        Ok((Expr::Unary(op, Box::new(arg), span), span, depth))
+    }
+
+    /// The arguments of the functor `name` after its `(`, and the span of its `)`.
+    fn functor_args(&mut self, name: &str) -> PResult<(Vec<Sub>, Span)> {
         let mut args = Vec::new();
         loop {
             args.push(self.binary(0)?);
@@ -1137,7 +1169,7 @@ impl<'a> Parser<'a> {
             if let Some(close) = self.eat(&TokenKind::RParen)? {
                 return Ok((args, close.span));
             }
-            return Err(self.expected(&format!("`,` or `)` in `{}(...)`", op.as_str())));
+            return Err(self.expected(&format!("`,` or `)` in `{name}(...)`")));
         }
     }
 
@@ -1182,7 +1214,12 @@ impl<'a> Parser<'a> {
                 let next = self.peek2()?.kind;
                 let aggregate = AGGREGATES.contains(&name.as_str());
                 if next == TokenKind::LParen {
-                    let msg = if FUNCTORS.contains(&name.as_str()) {
+                    let msg = if name == "to_string" {
+                        "`to_string` is not supported: it makes a symbol at evaluation time, \
+                         and dynalog's engines have no strings then (symbols are interned \
+                         when the program and its facts are loaded)"
+                            .to_string()
+                    } else if FUNCTORS.contains(&name.as_str()) {
                         format!("the `{name}` functor is not supported")
                     } else if aggregate {
                         format!("`{name}` aggregates are not supported")
@@ -1191,7 +1228,8 @@ impl<'a> Parser<'a> {
                     } else {
                         format!(
                             "`{name}(...)` cannot appear inside an expression \
-                             (atoms do not nest, and only the `min` and `max` functors are supported)"
+                             (atoms do not nest, and the only functors are `min`, `max`, \
+                             `to_float`, `to_number` and `to_unsigned`)"
                         )
                     };
                     return Err(self.error(span, msg));
@@ -1833,6 +1871,12 @@ mod tests {
             ("min(a, b)", "(a min b)"),
             ("max(a, b + 1, c)", "((a max (b + 1)) max c)"),
             ("min(a, b) ^ 2", "((a min b) ^ 2)"),
+            ("to_float(a) + 1", "((to_float a) + 1)"),
+            ("-to_number(x) ^ 2", "(neg ((to_number x) ^ 2))"),
+            (
+                "to_unsigned(to_float(-2.5) * x)",
+                "(to_unsigned ((to_float -2.5) * x))",
+            ),
         ];
         for (src, want) in cases {
             assert_eq!(show(&expr_of(src)), want, "{src}");
@@ -1862,6 +1906,8 @@ mod tests {
         assert_eq!(a.canonical(), "c(v0) :- a(v0), v0 = min(v0, 1).");
         let c = only_rule("c(x) :- a(x), x = bnot x ^ 2.");
         assert_eq!(c.canonical(), "c(v0) :- a(v0), v0 = bnot ((v0 ^ 2)).");
+        let d = only_rule("c(x) :- a(y), to_number(y) = x.");
+        assert_eq!(d.canonical(), "c(v0) :- a(v1), to_number (v1) = v0.");
     }
 
     #[test]
@@ -2444,10 +2490,24 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "the `strlen` functor is not supported",
         );
         assert_err(
-            "c(to_number(x)) :- a(x).",
+            "c(to_string(x)) :- a(x).",
             1,
             3,
-            "the `to_number` functor is not supported",
+            "`to_string` is not supported: it makes a symbol at evaluation time, and dynalog's \
+             engines have no strings then (symbols are interned when the program and its facts \
+             are loaded)",
+        );
+        assert_err(
+            "c(x) :- a(y), x = to_float(y, 1).",
+            1,
+            19,
+            "`to_float` takes one argument: `to_float(x)`",
+        );
+        assert_err_starts(
+            "c(to_number(x y)) :- a(x).",
+            1,
+            15,
+            "expected `,` or `)` in `to_number(...)`",
         );
         assert_err(
             "c(x) :- a(x), match(\"a.*\", x).",
@@ -2465,7 +2525,8 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "c(b(x)) :- a(x).",
             1,
             3,
-            "`b(...)` cannot appear inside an expression (atoms do not nest, and only the `min` and `max` functors are supported)",
+            "`b(...)` cannot appear inside an expression (atoms do not nest, and the only functors are \
+             `min`, `max`, `to_float`, `to_number` and `to_unsigned`)",
         );
         assert_err(
             "c(@f(x)) :- a(x).",

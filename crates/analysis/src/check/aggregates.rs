@@ -592,6 +592,7 @@ impl Checker<'_> {
             outputs: Vec::new(),
             printsize: false,
             implicit: false,
+            eqrel: false,
             span,
         });
         self.by_name.insert(name.to_string(), id);

@@ -39,6 +39,26 @@ impl Checker<'_> {
             ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
             ast::Expr::Aggregate(a) => Err(self.err(a.span, "an aggregate is not a constant")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
+            ast::Expr::Unary(op, inner, span) if op.is_conversion() => {
+                let to = crate::ir::unary_type(*op, ty);
+                if to != ty {
+                    return Err(self.err(
+                        *span,
+                        format!(
+                            "type mismatch: {what} is {} {ty}, but `{}(...)` is {} {to}",
+                            super::types::article(ty),
+                            op.as_str(),
+                            super::types::article(to)
+                        ),
+                    ));
+                }
+                // No variables here: the operand's constants fix its type.
+                let from = super::types::infer_type(inner, &|_| None).unwrap_or(Type::Number);
+                self.convertible(*op, from, *span)?;
+                let v = self.const_expr(inner, from, what)?;
+                crate::ir::eval_unary(*op, from, v)
+                    .ok_or_else(|| self.err(*span, "a conversion without a value"))
+            }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {

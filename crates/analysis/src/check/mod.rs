@@ -13,11 +13,14 @@
 //!    `floats` (float constants whose bits do not decide IEEE equality, the zeros and
 //!    NaN, turned into comparisons), `order` (the body in evaluation order). Inference runs before the safety check
 //!    and lowering after it, so the first error of a rule is found in that order.
+//!    Then, for each `eqrel` relation, the rules that close it (`eqrel`), checked the
+//!    same way.
 //! 3. `strata`: the dependency graph's components in evaluation order, refusing
 //!    negation through recursion.
 
 mod aggregates;
 mod desugar;
+mod eqrel;
 mod facts;
 mod floats;
 mod grounding;
@@ -110,6 +113,7 @@ pub fn analyse_with(
             }
         }
     }
+    rules.extend(cx.eqrel_rules()?);
     rules.extend(expanded.rules);
     let mut aggregates = expanded.aggregates;
     let strata = strata::stratify(file, &cx.relations, &mut rules, &mut aggregates, program)?;
@@ -368,6 +372,7 @@ impl Checker<'_> {
             var_types,
             stratum: 0,
             text: self.file.slice(rule.span).to_string(),
+            generated: false,
             span: rule.span,
         })
     }

@@ -206,6 +206,7 @@ impl Checker<'_> {
                 outputs: vec![],
                 printsize: false,
                 implicit: false,
+                eqrel: false,
                 span: d.name.span,
             };
             for q in &d.qualifiers {
@@ -220,10 +221,8 @@ impl Checker<'_> {
                     "btree" | "brie" | "btree_delete" | "inline" | "no_inline" | "magic"
                     | "no_magic" | "overridable" => {}
                     "eqrel" => {
-                        return Err(self.err(
-                            q.span,
-                            "`eqrel` relations are not supported: declare a plain relation and write the equivalence rules",
-                        ));
+                        self.check_eqrel(d, &rel, q.span)?;
+                        rel.eqrel = true;
                     }
                     other => {
                         return Err(
@@ -274,6 +273,7 @@ impl Checker<'_> {
                     }],
                     printsize: false,
                     implicit: true,
+                    eqrel: false,
                     span: atom.relation.span,
                 });
             }

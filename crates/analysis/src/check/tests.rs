@@ -4,7 +4,7 @@
 use super::*;
 use crate::ir::{Expr, Literal, Term};
 use crate::value::Type;
-use dynalog_syntax::{CmpOp, MAX_EXPR_DEPTH};
+use dynalog_syntax::{CmpOp, MAX_EXPR_DEPTH, UnaryOp};
 
 fn check(text: &str) -> Result<Program, Diagnostic> {
     let file = SourceFile::new("t.dl", text.to_string());
@@ -313,12 +313,71 @@ fn error_io_options() {
         10,
         "option `mapping` is not supported",
     );
+}
+
+#[test]
+fn error_eqrel() {
     check_err(
         ".decl e(x: number) eqrel\n",
         1,
         20,
-        "`eqrel` relations are not supported",
+        "`eqrel` needs a relation of two columns (`.decl e(x: T, y: T) eqrel`), but `e` has 1",
     );
+    check_err(
+        ".decl e(x: number, y: number, z: number) output eqrel\n",
+        1,
+        49,
+        "but `e` has 3",
+    );
+    check_err(
+        ".decl e(x: number, y: symbol) eqrel\n",
+        1,
+        31,
+        "`eqrel` relates values of one type, but the columns of `e` have different types \
+         (`x: number`, `y: symbol`)",
+    );
+    // As in Soufflé, the declared types must be the same, not only their base types.
+    check_err(
+        ".type A <: number\n.decl e(x: A, y: number) eqrel\n",
+        2,
+        26,
+        "(`x: A`, `y: number`)",
+    );
+}
+
+#[test]
+fn eqrel_relations_get_closure_rules() {
+    let p = check(
+        ".type T <: symbol\n.decl e(a: T, b: T) eqrel\n.decl s(a: T)\n\
+         e(x, y) :- s(x), s(y), x != y.\ne(\"a\", \"b\").\n",
+    )
+    .unwrap();
+    assert!(p.relations[0].eqrel && !p.relations[1].eqrel);
+    let listed: Vec<(String, bool)> = p
+        .rules
+        .iter()
+        .map(|r| (r.display(&p).to_string(), r.generated))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("e(x, y) :- s(x), s(y), x != y.".to_string(), false),
+            ("e(x, x) :- e(x, _).".to_string(), true),
+            ("e(y, x) :- e(x, y).".to_string(), true),
+            ("e(x, z) :- e(x, y), e(y, z).".to_string(), true),
+        ]
+    );
+    assert_eq!(p.rules[3].text, "e(x, z) :- e(x, y), e(y, z). // eqrel");
+    let shown = p.to_string();
+    assert!(
+        shown.contains(".decl e(a: symbol, b: symbol) eqrel // stratum"),
+        "{shown}"
+    );
+    assert!(shown.contains("e(y, x) :- e(x, y). // eqrel\n"), "{shown}");
+    // An eqrel relation with no rule of its own (read from a file) is closed too.
+    let p = check(".decl e(a: number, b: number) eqrel\n.input e\n").unwrap();
+    assert_eq!(p.rules.len(), 3);
+    assert!(p.strata.iter().any(|s| s.recursive));
 }
 
 // ----- hostile input: deep, long and many ------------------------------------
@@ -645,5 +704,96 @@ fn error_aggregates() {
         5,
         25,
         "type mismatch: this aggregate's result is a float, but this expression needs a number",
+    );
+}
+
+#[test]
+fn conversions_type_lower_and_print() {
+    let p = check(
+        ".decl a(x: number)\n.decl b(x: float)\n.decl c(x: unsigned)\n\
+         b(to_float(x) + 0.5) :- a(x).\n\
+         c(y) :- b(x), y = to_unsigned(x * 2.0).\n\
+         a(to_number(y)) :- c(y), to_float(y) < 3.5.\n\
+         a(x) :- x = to_number(2.5).\n",
+    )
+    .unwrap();
+    let shown: Vec<String> = p.rules.iter().map(|r| r.display(&p).to_string()).collect();
+    assert_eq!(shown[0], "b(to_float(x) + 0.5) :- a(x).");
+    assert_eq!(shown[1], "c(y) :- b(x), y := to_unsigned(x * 2).");
+    assert_eq!(shown[2], "a(to_number(y)) :- c(y), to_float(y) < 3.5.");
+    // The operand is typed by what it is, not by the conversion's place.
+    let Some(Literal::Assign { expr, .. }) = p.rules[3].body.first() else {
+        panic!("{:?}", p.rules[3].body)
+    };
+    assert_eq!(
+        *expr,
+        Expr::Unary(
+            UnaryOp::ToNumber,
+            Type::Float,
+            Box::new(Expr::Const(2.5f32.to_bits()))
+        )
+    );
+}
+
+#[test]
+fn facts_fold_conversions_as_souffle_does() {
+    let p = check(
+        ".decl r(a: float, b: unsigned, c: number, d: number, e: float, f: unsigned)\n\
+         r(to_float(3), to_unsigned(-1), to_number(2.5), to_number(3u), to_float(3u), to_unsigned(-2.7)).\n",
+    )
+    .unwrap();
+    let t = &p.facts[0].1;
+    assert_eq!(f32::from_bits(t[0]), 3.0);
+    assert_eq!(t[1], u32::MAX);
+    assert_eq!(t[2], 2);
+    assert_eq!(t[3], 3);
+    assert_eq!(f32::from_bits(t[4]), 3.0);
+    assert_eq!(t[5], 4294967294);
+}
+
+#[test]
+fn error_conversions() {
+    let decls = ".decl a(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
+    check_err(
+        &format!("{decls}a(to_number(x)) :- s(x).\n"),
+        4,
+        3,
+        "`to_number` of a symbol is not supported: it reads the symbol's text at evaluation time",
+    );
+    check_err(
+        &format!("{decls}f(y) :- s(x), y = to_float(x) + 1.5.\n"),
+        4,
+        19,
+        "`to_float` of a symbol is not supported",
+    );
+    check_err(
+        &format!("{decls}a(to_number(\"7\")).\n"),
+        4,
+        3,
+        "`to_number` of a symbol is not supported",
+    );
+    check_err(
+        &format!("{decls}a(to_float(x)) :- a(x).\n"),
+        4,
+        3,
+        "type mismatch: `to_float(...)` is a float, but column 1 of `a` needs a number",
+    );
+    check_err(
+        &format!("{decls}s(x) :- a(y), x = to_number(y).\n"),
+        4,
+        19,
+        "type mismatch: `to_number(...)` is a number, but this expression needs a symbol",
+    );
+    check_err(
+        &format!("{decls}a(to_float(1)).\n"),
+        4,
+        3,
+        "type mismatch: column 1 of `a` is a number, but `to_float(...)` is a float",
+    );
+    check_err(
+        &format!("{decls}a(x) :- f(y), x = to_number(bnot y).\n"),
+        4,
+        29,
+        "`bnot` works on numbers and unsigned, but this expression is a float",
     );
 }

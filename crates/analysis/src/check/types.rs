@@ -256,6 +256,25 @@ impl Checker<'_> {
             ast::Expr::Str(..) | ast::Expr::Num(..) => {
                 ir::Expr::Const(self.constant(e, ty, "this expression")?)
             }
+            ast::Expr::Unary(op, inner, span) if op.is_conversion() => {
+                let to = ir::unary_type(*op, ty);
+                if to != ty {
+                    return Err(self.err(
+                        *span,
+                        format!(
+                            "type mismatch: `{}(...)` is {} {to}, but this expression needs {} {ty}",
+                            op.as_str(),
+                            article(to),
+                            article(ty)
+                        ),
+                    ));
+                }
+                // The operand's type is what fixes it, `number` if nothing does.
+                let from = infer_type(inner, &|v| Some(var_types[rc.slot(v) as usize]))
+                    .unwrap_or(Type::Number);
+                self.convertible(*op, from, *span)?;
+                ir::Expr::Unary(*op, from, Box::new(self.expr(rc, inner, from, var_types)?))
+            }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {
@@ -283,11 +302,32 @@ impl Checker<'_> {
         })
     }
 
+    /// Refuse a conversion of a symbol (at the conversion `span`): Soufflé parses the
+    /// symbol's text, which evaluation does not have.
+    pub(super) fn convertible(
+        &self,
+        op: ast::UnaryOp,
+        from: Type,
+        span: dynalog_syntax::Span,
+    ) -> Result<(), Diagnostic> {
+        if from != Type::Symbol {
+            return Ok(());
+        }
+        Err(self.err(
+            span,
+            format!(
+                "`{}` of a symbol is not supported: it reads the symbol's text at evaluation \
+                 time, and dynalog's engines see symbols only as interned ids",
+                op.as_str()
+            ),
+        ))
+    }
+
     /// Refuse a bitwise or logical operator (defined on `number` and `unsigned` only)
     /// at type `ty`, at the operation. (Symbols are refused before, as arithmetic.)
     pub(super) fn integral_only(&self, e: &ast::Expr, ty: Type) -> Result<(), Diagnostic> {
         let op = match e {
-            ast::Expr::Unary(op, ..) => op.as_str(),
+            ast::Expr::Unary(op, ..) if !op.is_conversion() => op.as_str(),
             ast::Expr::Binary { op, .. } if op.integral() => op.as_str(),
             _ => return Ok(()),
         };
@@ -350,17 +390,22 @@ impl Checker<'_> {
 impl Slots {
     /// The type of an expression if something fixes it.
     fn infer(&self, e: &ast::Expr, types: &[Option<(Type, String)>]) -> Option<Type> {
-        match e {
-            ast::Expr::Var(v) => types[self.slot(v) as usize].as_ref().map(|t| t.0),
-            ast::Expr::Str(..) => Some(Type::Symbol),
-            ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
-            ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
-            ast::Expr::Num(..) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate(_) => None,
-            ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => self.infer(i, types),
-            ast::Expr::Binary { lhs, rhs, .. } => {
-                self.infer(lhs, types).or_else(|| self.infer(rhs, types))
-            }
-        }
+        infer_type(e, &|v| types[self.slot(v) as usize].as_ref().map(|t| t.0))
+    }
+}
+
+/// The type of an expression if something fixes it, a variable's type being `var`'s.
+pub(super) fn infer_type(e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type>) -> Option<Type> {
+    match e {
+        ast::Expr::Var(v) => var(v),
+        ast::Expr::Str(..) => Some(Type::Symbol),
+        ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
+        ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
+        ast::Expr::Num(..) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate(_) => None,
+        // A conversion's type is its own, whatever its operand's.
+        ast::Expr::Unary(op, _, _) if op.is_conversion() => Some(ir::unary_type(*op, Type::Number)),
+        ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => infer_type(i, var),
+        ast::Expr::Binary { lhs, rhs, .. } => infer_type(lhs, var).or_else(|| infer_type(rhs, var)),
     }
 }
 
@@ -374,6 +419,7 @@ pub(super) fn article(t: Type) -> &'static str {
 fn is_float_literal(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Num(ast::Number::Float(_), _) => true,
+        ast::Expr::Unary(op, ..) if op.is_conversion() => false,
         ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => is_float_literal(i),
         ast::Expr::Binary { lhs, rhs, .. } => is_float_literal(lhs) || is_float_literal(rhs),
         _ => false,

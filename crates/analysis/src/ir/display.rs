@@ -3,7 +3,8 @@
 //!
 //! A [`Program`] prints as its relations (`.decl` with column types, I/O qualifiers and
 //! the stratum that computes it), the facts written in the program, then the rules of
-//! each stratum in evaluation order. A rule prints with its body *in evaluation order*
+//! each stratum in evaluation order (those the analysis added to close an `eqrel`
+//! relation marked `// eqrel`). A rule prints with its body *in evaluation order*
 //! (the order an engine joins, filters and assigns in), so it can differ from the source:
 //!
 //! ```text
@@ -141,6 +142,7 @@ impl fmt::Display for Show<'_, Expr> {
         let operand = |f: &mut fmt::Formatter<'_>, e: &Expr| match e {
             Expr::Var(_) | Expr::Const(_) => write!(f, "{}", self.with(e, self.ty)),
             Expr::Binary { op, .. } if op.is_functor() => write!(f, "{}", self.with(e, self.ty)),
+            Expr::Unary(op, ..) if op.is_conversion() => write!(f, "{}", self.with(e, self.ty)),
             _ => write!(f, "({})", self.with(e, self.ty)),
         };
         match self.item {
@@ -162,6 +164,10 @@ impl fmt::Display for Show<'_, Expr> {
                 Expr::Var(v) => write!(f, "-{}", self.var(v)),
                 _ => write!(f, "-({})", self.with(&**e, self.ty)),
             },
+            // The operand of a conversion is of the type the conversion is from.
+            Expr::Unary(op, ty, e) if op.is_conversion() => {
+                write!(f, "{}({})", op.as_str(), self.with(&**e, *ty))
+            }
             Expr::Unary(op, _, e) => {
                 write!(f, "{} ", op.as_str())?;
                 operand(f, e)
@@ -256,6 +262,7 @@ impl fmt::Display for Program {
                 (!rel.inputs.is_empty(), "input"),
                 (!rel.outputs.is_empty(), "output"),
                 (rel.printsize, "printsize"),
+                (rel.eqrel, "eqrel"),
             ] {
                 if on {
                     write!(f, " {qualifier}")?;
@@ -291,7 +298,11 @@ impl fmt::Display for Program {
                 names.join(", ")
             )?;
             for &r in &stratum.rules {
-                writeln!(f, "{}", self.rules[r].display(self))?;
+                let rule = &self.rules[r];
+                match rule.generated {
+                    true => writeln!(f, "{} // eqrel", rule.display(self))?,
+                    false => writeln!(f, "{}", rule.display(self))?,
+                }
             }
             for &a in &stratum.aggregates {
                 let agg = &self.aggregates[a];

@@ -46,6 +46,9 @@ pub struct Relation {
     pub printsize: bool,
     /// Declared implicitly by a rule in the study's syntax (all columns symbols).
     pub implicit: bool,
+    /// Declared `eqrel`: an equivalence relation (two columns of one type), closed by
+    /// rules the analysis adds (see [`Rule::generated`]).
+    pub eqrel: bool,
     pub span: Span,
 }
 
@@ -85,7 +88,10 @@ pub enum Expr {
     },
     /// Unary minus at the given numeric type.
     Neg(Type, Box<Expr>),
-    /// `bnot` or `lnot` at the given type (`Number` or `Unsigned`).
+    /// A unary operator whose operand has the given type: `bnot` or `lnot` (at
+    /// `Number` or `Unsigned`, the result of the same type), or a conversion
+    /// `to_float`/`to_number`/`to_unsigned` from that numeric type to the
+    /// operator's ([`unary_type`]).
     Unary(UnaryOp, Type, Box<Expr>),
 }
 
@@ -132,6 +138,10 @@ pub struct Rule {
     pub stratum: usize,
     /// The rule as written, for messages and listings.
     pub text: String,
+    /// Made by the analysis, not written: the rules that close an `eqrel` relation
+    /// (`r(x, x) :- r(x, _).`, `r(y, x) :- r(x, y).`, `r(x, z) :- r(x, y), r(y, z).`),
+    /// evaluated like any other rule but not the program's rules to list or remove.
+    pub generated: bool,
     pub span: Span,
 }
 
@@ -410,16 +420,63 @@ pub fn eval_neg(ty: Type, v: Value) -> Option<Value> {
     }
 }
 
-/// `bnot v` or `lnot v` (1 or 0) at `number` or `unsigned`; `None` at other types
-/// (analysis rejects them).
-pub fn eval_unary(op: UnaryOp, ty: Type, v: Value) -> Option<Value> {
-    match ty {
-        Type::Number | Type::Unsigned => Some(match op {
-            UnaryOp::BNot => !v,
-            UnaryOp::LNot => (v == 0) as Value,
-        }),
-        Type::Float | Type::Symbol => None,
+/// The type of `op` applied to an operand of type `ty`: the operand's for `bnot` and
+/// `lnot`, the conversion's own for `to_float`, `to_number` and `to_unsigned`.
+pub fn unary_type(op: UnaryOp, ty: Type) -> Type {
+    match op {
+        UnaryOp::BNot | UnaryOp::LNot => ty,
+        UnaryOp::ToFloat => Type::Float,
+        UnaryOp::ToNumber => Type::Number,
+        UnaryOp::ToUnsigned => Type::Unsigned,
     }
+}
+
+/// `op v`, `v` of type `ty`: `bnot v` or `lnot v` (1 or 0) at `number` or `unsigned`,
+/// or a conversion between numeric types as Soufflé 2.5 computes it (C++ casts on
+/// x86-64):
+///
+/// * to `float`: the nearest float (`to_float(16777217)` is 16777216);
+/// * to `number`: a float truncated toward zero, `i32::MIN` if that is out of range or
+///   NaN (`to_number(-2.7)` is -2, `to_number(3e9)` is -2147483648); an `unsigned` keeps
+///   its bits (`to_number(4294967295)` is -1);
+/// * to `unsigned`: a float truncated toward zero to a 64-bit integer (`i64::MIN` if out
+///   of its range or NaN) whose low 32 bits are kept (`to_unsigned(-2.7)` is
+///   4294967294, `to_unsigned(4294967296.0)` and NaN are 0); a `number` keeps its bits
+///   (`to_unsigned(-1)` is 4294967295);
+/// * a conversion to the operand's own type changes nothing.
+///
+/// `None` for `bnot`/`lnot` on floats and anything on symbols (analysis rejects them:
+/// converting a symbol needs its text, which evaluation does not have).
+pub fn eval_unary(op: UnaryOp, ty: Type, v: Value) -> Option<Value> {
+    if ty == Type::Symbol {
+        return None;
+    }
+    let float = || f32::from_bits(v) as f64;
+    Some(match (op, ty) {
+        (UnaryOp::BNot | UnaryOp::LNot, Type::Float) => return None,
+        (UnaryOp::BNot, _) => !v,
+        (UnaryOp::LNot, _) => (v == 0) as Value,
+        (UnaryOp::ToFloat, Type::Number) => (v as i32 as f32).to_bits(),
+        (UnaryOp::ToFloat, Type::Unsigned) => (v as f32).to_bits(),
+        (UnaryOp::ToNumber, Type::Float) => {
+            let t = float().trunc();
+            if (-2_147_483_648.0..2_147_483_648.0).contains(&t) {
+                t as i32 as Value
+            } else {
+                i32::MIN as Value
+            }
+        }
+        (UnaryOp::ToUnsigned, Type::Float) => {
+            let t = float().trunc();
+            if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
+                t as i64 as Value
+            } else {
+                0
+            }
+        }
+        // Between number and unsigned the bits stay; to its own type nothing changes.
+        _ => v,
+    })
 }
 
 /// `lhs op rhs` compared at type `ty`. Symbols compare by id, so only `=`/`!=` are
@@ -604,5 +661,59 @@ mod tests {
             Some((-0.0f32).to_bits())
         );
         assert_eq!(fl(BAnd, 1.0, 1.0), None);
+    }
+
+    /// Every value here is what Soufflé 2.5 (32-bit, x86-64) prints for the same
+    /// conversion.
+    #[test]
+    fn conversions_as_souffle_computes_them() {
+        use UnaryOp::*;
+        let f = |x: f32| x.to_bits();
+        let conv = |op, ty, v| eval_unary(op, ty, v);
+        let to_number = |x: f32| conv(ToNumber, Type::Float, f(x)).map(|v| v as i32);
+        let to_unsigned = |x: f32| conv(ToUnsigned, Type::Float, f(x));
+        assert_eq!(to_number(2.7), Some(2));
+        assert_eq!(to_number(-2.7), Some(-2));
+        assert_eq!(to_number(-0.5), Some(0));
+        assert_eq!(to_number(2147483520.0), Some(2147483520));
+        assert_eq!(to_number(2147483648.0), Some(i32::MIN));
+        assert_eq!(to_number(3e9), Some(i32::MIN));
+        assert_eq!(to_number(-3e9), Some(i32::MIN));
+        assert_eq!(to_number(1e20), Some(i32::MIN));
+        assert_eq!(to_number(f32::NAN), Some(i32::MIN));
+        assert_eq!(to_number(f32::INFINITY), Some(i32::MIN));
+        assert_eq!(to_number(f32::NEG_INFINITY), Some(i32::MIN));
+        assert_eq!(to_unsigned(2.7), Some(2));
+        assert_eq!(to_unsigned(-2.7), Some(4294967294));
+        assert_eq!(to_unsigned(-0.5), Some(0));
+        assert_eq!(to_unsigned(3e9), Some(3000000000));
+        assert_eq!(to_unsigned(-3e9), Some(1294967296));
+        assert_eq!(to_unsigned(4294967296.0), Some(0));
+        assert_eq!(to_unsigned(1e20), Some(0));
+        assert_eq!(to_unsigned(f32::NAN), Some(0));
+        assert_eq!(to_unsigned(f32::INFINITY), Some(0));
+        assert_eq!(to_unsigned(f32::NEG_INFINITY), Some(0));
+        let n = |x: i32| x as u32;
+        assert_eq!(conv(ToFloat, Type::Number, n(-1)), Some(f(-1.0)));
+        assert_eq!(conv(ToFloat, Type::Number, 16777217), Some(f(16777216.0)));
+        assert_eq!(
+            conv(ToFloat, Type::Number, n(i32::MIN)),
+            Some(f(-2147483648.0))
+        );
+        assert_eq!(
+            conv(ToFloat, Type::Unsigned, u32::MAX),
+            Some(f(4294967296.0))
+        );
+        assert_eq!(conv(ToUnsigned, Type::Number, n(-1)), Some(u32::MAX));
+        assert_eq!(
+            conv(ToNumber, Type::Unsigned, 2147483648),
+            Some(n(i32::MIN))
+        );
+        assert_eq!(conv(ToNumber, Type::Number, 7), Some(7));
+        assert_eq!(conv(ToFloat, Type::Float, f(1.5)), Some(f(1.5)));
+        assert_eq!(conv(ToUnsigned, Type::Unsigned, 9), Some(9));
+        assert_eq!(conv(ToNumber, Type::Symbol, 0), None);
+        assert_eq!(unary_type(ToFloat, Type::Number), Type::Float);
+        assert_eq!(unary_type(BNot, Type::Unsigned), Type::Unsigned);
     }
 }

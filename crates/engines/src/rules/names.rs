@@ -61,6 +61,9 @@ impl Names<'_> {
                 self.expr(rhs, Some(*ty))
             ),
             Expr::Neg(ty, inner) => format!("-{}", self.expr(inner, Some(*ty))),
+            Expr::Unary(op, ty, inner) if op.is_conversion() => {
+                format!("{}({})", op.as_str(), self.expr(inner, Some(*ty)))
+            }
             Expr::Unary(op, ty, inner) => {
                 format!("{} {}", op.as_str(), self.expr(inner, Some(*ty)))
             }

@@ -543,6 +543,7 @@ mod tests {
                 outputs: Vec::new(),
                 printsize: false,
                 implicit: false,
+                eqrel: false,
                 span: Span::default(),
             });
             (self.p.relations.len() - 1) as RelId
@@ -604,6 +605,7 @@ mod tests {
                 var_types: vec![Type::Number; n],
                 stratum: usize::MAX,
                 text: String::new(),
+                generated: false,
                 span: Span::default(),
             });
             self.p.rules.len() - 1
@@ -711,6 +713,10 @@ mod tests {
             Expr::Unary(op, ty, e) => {
                 let a = naive_expr(e, slots)?;
                 match (ty, op) {
+                    // Conversions: the evaluator's, checked against Soufflé on its own.
+                    (_, UnaryOp::ToFloat | UnaryOp::ToNumber | UnaryOp::ToUnsigned) => {
+                        dynalog_analysis::eval_unary(*op, *ty, a)
+                    }
                     (Type::Float | Type::Symbol, _) => None,
                     (_, UnaryOp::BNot) => Some(!a),
                     (_, UnaryOp::LNot) => Some(if a == 0 { 1 } else { 0 }),
@@ -1780,6 +1786,7 @@ mod bench {
             outputs: Vec::new(),
             printsize: false,
             implicit: false,
+            eqrel: false,
             span: Span::default(),
         }
     }
@@ -1803,6 +1810,7 @@ mod bench {
             var_types: vec![Type::Number; 3],
             stratum: 1,
             text: String::new(),
+            generated: false,
             span: Span::default(),
         }
     }

@@ -71,7 +71,13 @@ pub fn changes(engine: &dyn Engine) -> Vec<(RelId, Vec<Value>, isize)> {
     let mut c: Vec<_> = engine
         .last_changes()
         .iter()
-        .filter(|(r, _, _)| !p.relations[*r as usize].is_internal())
+        // A relation the new program dropped (an implicit one whose rules went) is
+        // beyond its relations, and not internal.
+        .filter(|(r, _, _)| {
+            !p.relations
+                .get(*r as usize)
+                .is_some_and(|rel| rel.is_internal())
+        })
         .cloned()
         .collect();
     c.sort();

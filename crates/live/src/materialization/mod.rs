@@ -995,6 +995,45 @@ mod tests {
     }
 
     #[test]
+    fn an_eqrel_relation_keeps_its_closure_rules_out_of_the_users() {
+        let text = ".decl e(x: number, y: number)\n.decl same(x: number, y: number) eqrel\n\
+                    .output same\nsame(x, y) :- e(x, y).\n";
+        for engine in dynalog_engines::ENGINE_NAMES {
+            let mut m = Materialization::new("eq.dl", text, engine, 1).expect("checks");
+            for f in ["e(1, 2)", "e(2, 3)", "e(7, 8)"] {
+                m.insert_fact(f).expect("a fact");
+            }
+            m.commit().expect("commits");
+            assert_eq!(m.len("same"), Some(9 + 4), "{engine}");
+            // Only the written rule is the program's.
+            assert_eq!(m.rules(), ["same(x, y) :- e(x, y)."], "{engine}");
+            let e = m
+                .remove_rules("same(y, x) :- same(x, y).")
+                .expect_err("not the user's");
+            assert_eq!(e.message(), "no such rule in the program");
+            // The user's rules come and go; the closure stays.
+            m.add_rules("same(x, y) :- e(x, z), y = z + 10.")
+                .expect("parses");
+            m.commit().expect("commits");
+            assert_eq!(m.rules().len(), 2, "{engine}");
+            assert_eq!(m.len("same"), Some(25 + 9), "{engine}");
+            assert!(m.contains_fact("same(13, 1)").expect("a fact"), "{engine}");
+            assert_eq!(m.remove_rules("same(x, y) :- e(x, y).").ok(), Some(1));
+            m.commit().expect("commits");
+            assert_eq!(
+                m.rules(),
+                ["same(x, y) :- e(x, z), y = z + 10."],
+                "{engine}"
+            );
+            // e(1, 12), e(2, 13), e(7, 18): three classes of two.
+            assert_eq!(m.len("same"), Some(3 * 4), "{engine}");
+            m.remove_fact("e(2, 3)").expect("a fact");
+            m.commit().expect("commits");
+            assert_eq!(m.len("same"), Some(2 * 4), "{engine}");
+        }
+    }
+
+    #[test]
     fn rules_are_a_set() {
         for engine in dynalog_engines::ENGINE_NAMES {
             let mut m = tc(engine);

@@ -6,7 +6,8 @@ use crate::pattern::Pattern;
 use dynalog_analysis::{RelId, Value};
 
 impl Materialization {
-    /// The current rules, as written.
+    /// The current rules, as written (not those the analysis adds to close an `eqrel`
+    /// relation: they are not the program's to remove).
     pub fn rules(&self) -> Vec<String> {
         let p = self.program();
         let mut seen = std::collections::HashSet::new();
@@ -14,6 +15,7 @@ impl Materialization {
         // variant for the empty group are not listed apart.
         p.rules
             .iter()
+            .filter(|r| !r.generated)
             .filter(|r| !p.relation(r.head.relation).is_internal())
             .filter(|r| seen.insert((r.span, r.text.as_str())))
             .map(|r| r.text.clone())
