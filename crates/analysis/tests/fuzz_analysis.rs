@@ -1,5 +1,5 @@
 //! Property tests of analysis on hostile programs: random programs that parse (random
-//! declarations, facts, rules with expressions, comparisons and negation, some at the
+//! declarations, facts, rules with expressions, comparisons, negation and aggregates, some at the
 //! depth and length bounds) are checked on a thread with a 2 MB stack. The property:
 //! `analyse` returns a program or an error located in the text; it never panics and
 //! never overflows; a program that checks prints (`--show ir`) without panicking. `DYNALOG_FUZZ_CASES=N` runs N cases per property instead of the
@@ -56,6 +56,18 @@ fn expr() -> impl Strategy<Value = String> {
             inner.clone().prop_map(|e| format!("-{e}")),
             (inner.clone(), inner.clone(), 0..5usize)
                 .prop_map(|(a, b, op)| format!("{a} {} {b}", ["+", "-", "*", "/", "%"][op])),
+            // Aggregates, nested through `inner`: groups, witnesses, wildcards, bodies
+            // that bind nothing, wrong arities, unknown relations, symbols.
+            (inner.clone(), inner.clone(), 0..5usize, 0..3usize).prop_map(|(t, a, f, r)| {
+                let r = ["e", "u", "nope"][r];
+                match f {
+                    0 => format!("count : {{ {r}({a}, {t}) }}"),
+                    1 => format!("sum {t} : {{ {r}({a}, y), y > {a} }}"),
+                    2 => format!("min {t} : {r}(x, {a})"),
+                    3 => format!("max {t} : {{ {r}({a}, _), !{r}(x, y) }}"),
+                    _ => format!("mean {t} : {{ {r}(x, {a}) }}"),
+                }
+            }),
         ]
     })
 }
@@ -82,6 +94,12 @@ fn extreme_literal() -> impl Strategy<Value = String> {
         (n - 2..n + 2).prop_map(|k| format!("x = y{}", "+1".repeat(k))),
         (n / 2 - 2..n / 2 + 2).prop_map(|k| format!("x < {}y{}", "-(".repeat(k), ")".repeat(k))),
         (MAX_BODY_LITERALS - 2..MAX_BODY_LITERALS + 2).prop_map(|k| vec!["e(x, y)"; k].join(", ")),
+        // Aggregates nested as deep as the parser allows (or just past).
+        (n / 2 - 2..n + 2).prop_map(|k| format!(
+            "x = {}1{}",
+            "count : { e(x, y), y < ".repeat(k),
+            " }".repeat(k)
+        )),
         (MAX_BODY_LITERALS / 2 - 1..MAX_BODY_LITERALS / 2 + 2)
             .prop_map(|k| vec!["e(x, y + 1)"; k].join(", ")),
     ]

@@ -531,9 +531,14 @@ impl<'a> Parser<'a> {
         }
         // Qualifiers: identifiers not followed by `(` (a rule always starts `name(`).
         let mut qualifiers = Vec::new();
-        while let TokenKind::Ident(_) = self.peek_kind()? {
+        while let TokenKind::Ident(q) = self.peek_kind()? {
+            let choice = q == "choice";
             if self.peek2()?.kind == TokenKind::LParen {
                 break;
+            }
+            if choice && self.peek2()?.kind == TokenKind::Minus {
+                let span = self.peek()?.span;
+                return Err(self.error(span, "`choice-domain` is not supported"));
             }
             let tok = self.bump()?;
             qualifiers.push(self.ident(tok));
@@ -680,6 +685,13 @@ impl<'a> Parser<'a> {
                     }
                     _ => return Err(self.expected("`,`, `;` or `.` after a body literal")),
                 }
+            }
+            TokenKind::Le => {
+                let span = self.peek()?.span;
+                return Err(self.error(
+                    span,
+                    "subsumption rules (`a(x) <= a(y) :- ...`) are not supported",
+                ));
             }
             _ if self.next_on_new_line()? => {
                 return Err(self.missing("`.` at the end of the fact"));
@@ -2445,6 +2457,22 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             1,
             1,
             "this rule stands for 1056 rules (heads × disjuncts), more than 1024",
+        );
+    }
+
+    #[test]
+    fn error_choice_domain_and_subsumption() {
+        assert_err(
+            ".decl a(x: number) choice-domain x",
+            1,
+            20,
+            "`choice-domain` is not supported",
+        );
+        assert_err(
+            "a(x) <= a(y) :- x < y.",
+            1,
+            6,
+            "subsumption rules (`a(x) <= a(y) :- ...`) are not supported",
         );
     }
 
