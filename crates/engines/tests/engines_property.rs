@@ -262,7 +262,7 @@ fn run_case(
             );
         }
         prop_assert_eq!(
-            changes(engine.as_ref()),
+            changes_since(engine.as_ref(), &before.0),
             difference(&prev, &want),
             "{}: changes of commit {}",
             engine_name,

@@ -67,17 +67,24 @@ pub fn difference(old: &Db, new: &Db) -> Vec<(RelId, Vec<Value>, isize)> {
 
 /// The engine's last changes, sorted.
 pub fn changes(engine: &dyn Engine) -> Vec<(RelId, Vec<Value>, isize)> {
+    changes_since(engine, engine.program())
+}
+
+/// [`changes`] of a commit that replaced the program `previous`: a relation the new
+/// program dropped (an implicit one whose rules went, or the internal relations of an
+/// aggregate that went last) is named by `previous`.
+pub fn changes_since(engine: &dyn Engine, previous: &Program) -> Vec<(RelId, Vec<Value>, isize)> {
     let p = engine.program();
+    let internal = |r: RelId| {
+        p.relations
+            .get(r as usize)
+            .or_else(|| previous.relations.get(r as usize))
+            .is_some_and(|rel| rel.is_internal())
+    };
     let mut c: Vec<_> = engine
         .last_changes()
         .iter()
-        // A relation the new program dropped (an implicit one whose rules went) is
-        // beyond its relations, and not internal.
-        .filter(|(r, _, _)| {
-            !p.relations
-                .get(*r as usize)
-                .is_some_and(|rel| rel.is_internal())
-        })
+        .filter(|(r, _, _)| !internal(*r))
         .cloned()
         .collect();
     c.sort();
