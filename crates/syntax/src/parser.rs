@@ -1120,13 +1120,7 @@ impl<'a> Parser<'a> {
     /// `min(a, b, ...)` or `max(a, b, ...)`: at least two arguments, nested from the
     /// left (`min(min(a, b), c)`).
     fn functor(&mut self, op: ArithOp) -> PResult<Sub> {
-        let name = self.bump()?;
-        let open = self.bump()?;
-        self.enter(open.span)?;
-        let args = self.functor_args(op.as_str());
-        self.leave();
-        let (args, close) = args?;
-        let span = name.span.to(close);
+        let (name, open, args, span) = self.call(op.as_str())?;
         let mut args = args.into_iter();
         let (Some((mut expr, _, mut depth)), true) = (args.next(), args.len() >= 1) else {
             return Err(self.error(
@@ -1152,13 +1146,7 @@ impl<'a> Parser<'a> {
 
     /// `to_float(x)`, `to_number(x)` or `to_unsigned(x)`: one argument.
     fn conversion(&mut self, op: UnaryOp) -> PResult<Sub> {
-        let name = self.bump()?;
-        let open = self.bump()?;
-        self.enter(open.span)?;
-        let args = self.functor_args(op.as_str());
-        self.leave();
-        let (args, close) = args?;
-        let span = name.span.to(close);
+        let (_, open, args, span) = self.call(op.as_str())?;
         let mut args = args.into_iter();
         let (Some((arg, _, depth)), None) = (args.next(), args.next()) else {
             return Err(self.error(
@@ -1168,6 +1156,19 @@ impl<'a> Parser<'a> {
         };
         let depth = self.one_deeper(depth, open.span)?;
         Ok((Expr::Unary(op, Box::new(arg), span), span, depth))
+    }
+
+    /// A call `name(args...)`, at its name: the spans of the name and the `(`, the
+    /// arguments, and the span of the whole call.
+    fn call(&mut self, name: &str) -> PResult<(Token, Token, Vec<Sub>, Span)> {
+        let name_tok = self.bump()?;
+        let open = self.bump()?;
+        self.enter(open.span)?;
+        let args = self.functor_args(name);
+        self.leave();
+        let (args, close) = args?;
+        let span = name_tok.span.to(close);
+        Ok((name_tok, open, args, span))
     }
 
     /// The arguments of the functor `name` after its `(`, and the span of its `)`.
