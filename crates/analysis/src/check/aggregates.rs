@@ -421,11 +421,8 @@ impl Checker<'_> {
                     }
                 }
             }
-            let with_context: HashSet<String> = grounded_by(&context, &HashSet::new())
-                .union(&inner_bound)
-                .cloned()
-                .collect();
-            if !with_context.contains(missing) {
+            // The comparisons taken read bound variables only: they bind nothing more.
+            if !ctx_bound.contains(missing) {
                 let at = inside
                     .iter()
                     .find(|v| &v.name == missing)
