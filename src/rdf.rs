@@ -22,6 +22,7 @@ use dynalog_syntax::SourceFile;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Args, Debug)]
@@ -231,7 +232,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             lines.len(),
             if args.all { "all" } else { "inferred" }
         );
-        let mut per_predicate: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut per_predicate: BTreeMap<Arc<str>, usize> = BTreeMap::new();
         for (_, pred) in &lines {
             *per_predicate.entry(p.symbols.resolve(*pred)).or_default() += 1;
         }

@@ -736,7 +736,7 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
         if m.symbols().len() > have {
             let symbols = Arc::make_mut(&mut view.symbols);
             for id in have..m.symbols().len() {
-                symbols.intern(m.symbols().resolve(id as Value));
+                symbols.intern(&m.symbols().resolve(id as Value));
             }
         }
         if view.declared.relations != program.relations {
@@ -795,7 +795,7 @@ fn fact_text(name: &str, types: &[Type], tuple: &[Value], symbols: &SymbolTable)
         .iter()
         .zip(types)
         .map(|(&v, &t)| match t {
-            Type::Symbol => quote(symbols.resolve(v)),
+            Type::Symbol => quote(&symbols.resolve(v)),
             _ => t.render(v, symbols),
         })
         .collect();
@@ -984,9 +984,10 @@ async fn get_relation(
         Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e),
     }
     let symbols = &view.symbols;
+    let read = symbols.read();
     let compare = |a: &&[Value], b: &&[Value]| {
         for ((x, y), t) in a.iter().zip(b.iter()).zip(&rel.types) {
-            let o = t.compare(*x, *y, symbols);
+            let o = t.compare(*x, *y, &read);
             if o.is_ne() {
                 return o;
             }
@@ -1001,6 +1002,8 @@ async fn get_relation(
         rows.truncate(end);
     }
     rows.sort_unstable_by(compare);
+    // Resolving below takes the table's lock again: release this one first.
+    drop(read);
     let facts: Vec<Json> = rows
         .iter()
         .skip(offset)

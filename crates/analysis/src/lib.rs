@@ -21,4 +21,4 @@ pub use check::{
 };
 pub use dynalog_syntax::{ArithOp, CmpOp, UnaryOp};
 pub use ir::*;
-pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, Type, Value};
+pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, SymbolsRead, Type, Value};

@@ -2,7 +2,7 @@
 
 use rustc_hash::FxHashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One column value. Its meaning depends on the column's [`Type`]:
 /// a symbol id, an `i32`, a `u32`, or an `f32`'s bits.
@@ -94,7 +94,7 @@ impl Type {
 
     /// Order two values of this type the way a user expects (numbers numerically,
     /// symbols as strings).
-    pub fn compare(self, a: Value, b: Value, symbols: &SymbolTable) -> std::cmp::Ordering {
+    pub fn compare(self, a: Value, b: Value, symbols: &SymbolsRead<'_>) -> std::cmp::Ordering {
         match self {
             Type::Symbol => symbols.resolve(a).cmp(symbols.resolve(b)),
             Type::Number => (a as i32).cmp(&(b as i32)),
@@ -221,10 +221,51 @@ fn without_trailing_zeros(s: &str) -> &str {
 }
 
 /// Interns strings to dense `u32` ids, in order of first appearance.
-#[derive(Clone, Debug, Default)]
+///
+/// The table is shared: a clone is a handle on the same table, so the symbols an
+/// engine makes while it evaluates (`cat`, `substr`, `to_string`) are the ones the
+/// front end prints, and the symbols a front end interns for new facts are the ones
+/// the string functors read. It is safe to use from several threads (the differential
+/// engine's workers intern concurrently). [`SymbolTable::fork`] makes an independent
+/// copy.
+#[derive(Clone, Default)]
 pub struct SymbolTable {
+    inner: Arc<RwLock<Names>>,
+}
+
+#[derive(Clone, Default)]
+struct Names {
     ids: FxHashMap<Arc<str>, Value>,
     names: Vec<Arc<str>>,
+}
+
+impl fmt::Debug for SymbolTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SymbolTable({} symbols)", self.len())
+    }
+}
+
+/// A read lock on a [`SymbolTable`], for resolving many ids at once (printing,
+/// sorting). Do not intern while holding one.
+pub struct SymbolsRead<'a>(RwLockReadGuard<'a, Names>);
+
+impl SymbolsRead<'_> {
+    /// The text of `id`; `""` for an id the table does not have.
+    pub fn resolve(&self, id: Value) -> &str {
+        self.0.names.get(id as usize).map_or("", |s| s)
+    }
+
+    pub fn lookup(&self, s: &str) -> Option<Value> {
+        self.0.ids.get(s).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.names.is_empty()
+    }
 }
 
 impl SymbolTable {
@@ -232,43 +273,78 @@ impl SymbolTable {
         SymbolTable::default()
     }
 
-    pub fn intern(&mut self, s: &str) -> Value {
-        if let Some(&id) = self.ids.get(s) {
+    /// An independent copy: interning into either no longer shows in the other.
+    pub fn fork(&self) -> SymbolTable {
+        SymbolTable {
+            inner: Arc::new(RwLock::new(self.names().clone())),
+        }
+    }
+
+    /// Whether `self` and `other` are handles on the same table.
+    pub fn same(&self, other: &SymbolTable) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    fn names(&self) -> RwLockReadGuard<'_, Names> {
+        // A panic while the lock was held cannot leave the table half-updated (an
+        // insertion pushes the name, then maps it), so a poisoned lock is still usable.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn names_mut(&self) -> RwLockWriteGuard<'_, Names> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A read lock, to resolve many ids without taking the lock for each.
+    pub fn read(&self) -> SymbolsRead<'_> {
+        SymbolsRead(self.names())
+    }
+
+    pub fn intern(&self, s: &str) -> Value {
+        if let Some(&id) = self.names().ids.get(s) {
             return id;
         }
-        let id = self.names.len() as Value;
+        let mut names = self.names_mut();
+        // Another thread may have interned it between the two locks.
+        if let Some(&id) = names.ids.get(s) {
+            return id;
+        }
+        let id = names.names.len() as Value;
         let name: Arc<str> = s.into();
-        self.names.push(name.clone());
-        self.ids.insert(name, id);
+        names.names.push(name.clone());
+        names.ids.insert(name, id);
         id
     }
 
-    /// The id of a string already interned.
     pub fn lookup(&self, s: &str) -> Option<Value> {
-        self.ids.get(s).copied()
+        self.names().ids.get(s).copied()
     }
 
-    /// The string of an id. Panics on an id this table never issued (an engine bug,
-    /// not a user error: user input is interned before it reaches an engine).
-    pub fn resolve(&self, id: Value) -> &str {
-        &self.names[id as usize]
+    /// The text of `id`; empty for an id the table does not have (no engine makes one).
+    pub fn resolve(&self, id: Value) -> Arc<str> {
+        self.get(id).unwrap_or_else(|| "".into())
+    }
+
+    /// The text of `id`, if the table has it.
+    pub fn get(&self, id: Value) -> Option<Arc<str>> {
+        self.names().names.get(id as usize).cloned()
     }
 
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.names().names.len()
     }
 
-    /// Forget every symbol interned after the first `len`: a live materialization
-    /// drops the symbols of refused lines and aborted transactions this way, so that a
-    /// stream of refused input cannot grow the table. Ids below `len` are unchanged.
-    pub fn truncate(&mut self, len: usize) {
-        for name in self.names.drain(len.min(self.names.len())..) {
-            self.ids.remove(&name);
+    /// Forget the symbols from `len` on (those of a refused or aborted change).
+    pub fn truncate(&self, len: usize) {
+        let mut guard = self.names_mut();
+        let names = &mut *guard;
+        for name in names.names.drain(len.min(names.names.len())..) {
+            names.ids.remove(&name);
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.len() == 0
     }
 }
 
@@ -380,7 +456,7 @@ mod tests {
 
     #[test]
     fn truncating_forgets_only_the_later_symbols() {
-        let mut st = SymbolTable::new();
+        let st = SymbolTable::new();
         let a = st.intern("a");
         st.intern("b");
         st.intern("c");

@@ -103,7 +103,7 @@ fn main() {
     let rel = program.relation_id(&args[3]).expect("relation");
     let workers: usize = args[4].parse().expect("workers");
     let percent: usize = args[5].parse().expect("percent");
-    let mut symbols = program.symbols.clone();
+    let symbols = program.symbols.clone();
     let lines: Vec<Vec<Value>> = std::fs::read_to_string(&args[2])
         .expect("facts")
         .lines()

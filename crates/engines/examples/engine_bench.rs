@@ -41,7 +41,7 @@ fn main() -> Result<(), String> {
     let text = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
     let file = SourceFile::new(program.clone(), text);
     let ast = dynalog_syntax::parse(&file).map_err(|d| d.to_string())?;
-    let mut program = dynalog_analysis::analyse(&file, &ast).map_err(|d| d.to_string())?;
+    let program = dynalog_analysis::analyse(&file, &ast).map_err(|d| d.to_string())?;
     let rel = program
         .relation_id(relation)
         .ok_or_else(|| format!("no relation {relation}"))?;

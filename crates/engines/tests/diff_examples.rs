@@ -185,8 +185,8 @@ fn arithmetic_and_division_by_zero() {
 #[test]
 fn rhodf_in_the_paper_syntax() {
     let program = program(RHODF);
-    let mut symbols = program.symbols.clone();
-    let mut s = |x: &str| symbols.intern(x);
+    let symbols = program.symbols.clone();
+    let s = |x: &str| symbols.intern(x);
     let triples = [
         ("worksFor", "rdfs:domain", "Person"),
         ("worksFor", "rdfs:range", "Org"),

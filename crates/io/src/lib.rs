@@ -281,6 +281,7 @@ pub struct Sorter {
 
 impl Sorter {
     pub fn new(symbols: &SymbolTable) -> Sorter {
+        let symbols = symbols.read();
         let mut by_rank: Vec<u32> = (0..symbols.len() as u32).collect();
         by_rank.sort_unstable_by(|&a, &b| symbols.resolve(a).cmp(symbols.resolve(b)));
         let mut rank = vec![0u32; by_rank.len()];
@@ -611,7 +612,7 @@ mod tests {
         assert_eq!(t.len(), 2);
         let rows: Vec<&[Value]> = t.iter().collect();
         assert_eq!(rows[0][0], 1);
-        assert_eq!(st.resolve(rows[0][1]), "a b");
+        assert_eq!(&*st.resolve(rows[0][1]), "a b");
         assert_eq!(rows[1][0] as i32, -2);
     }
 
@@ -642,7 +643,7 @@ mod tests {
     #[test]
     fn sorts_numbers_numerically_and_symbols_as_text() {
         let r = rel(vec![Type::Number, Type::Symbol]);
-        let mut st = SymbolTable::new();
+        let st = SymbolTable::new();
         let b = st.intern("b");
         let a = st.intern("a");
         let mut rows = vec![10, a, 2, b, 2, a, (-1i32) as u32, b];
@@ -657,7 +658,7 @@ mod tests {
 
     #[test]
     fn sorts_every_type_and_arity() {
-        let mut st = SymbolTable::new();
+        let st = SymbolTable::new();
         let f = |x: f32| x.to_bits();
         let r = rel(vec![Type::Float, Type::Unsigned, Type::Symbol]);
         let (z, y) = (st.intern("z"), st.intern("y"));

@@ -58,7 +58,7 @@ impl Pattern {
         let types = &program.relation(p.relation).types;
         for (a, t) in p.args.iter_mut().zip(types) {
             if let (PatternArg::Const(c), Type::Symbol) = (a, t) {
-                match symbols.lookup(scratch.resolve(*c)) {
+                match symbols.lookup(&scratch.resolve(*c)) {
                     Some(id) => *c = id,
                     None => return Ok(None),
                 }

@@ -57,7 +57,7 @@ fn inline_facts_are_evaluated_and_interned() {
     let (rel, t) = &p.facts[0];
     assert_eq!(*rel, 0);
     assert_eq!(t[0] as i32, -6);
-    assert_eq!(p.symbols.resolve(t[1]), "x");
+    assert_eq!(&*p.symbols.resolve(t[1]), "x");
     assert_eq!(f32::from_bits(t[2]), 1.5);
     assert_eq!(t[3], 7);
 }

@@ -300,7 +300,7 @@ pub fn load_rdf(
     let mut observed: HashMap<usize, String> = HashMap::new();
     let file_id = options.file_id;
     let symbols = &mut program.symbols;
-    let mut intern = |term: TermRef<'_>| -> Value { symbols.intern(&term_symbol(term, file_id)) };
+    let intern = |term: TermRef<'_>| -> Value { symbols.intern(&term_symbol(term, file_id)) };
     let read = read_triples(path, options, &mut |t: &Triple| {
         let s = intern(t.subject.as_ref().into());
         if !triple_batches.is_empty() {

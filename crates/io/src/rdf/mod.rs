@@ -93,7 +93,10 @@ pub(crate) mod test_util {
         let mut out = Vec::new();
         for (rel, tuples) in &load.batches {
             for t in tuples.iter() {
-                let args: Vec<&str> = t.iter().map(|&v| program.symbols.resolve(v)).collect();
+                let args: Vec<String> = t
+                    .iter()
+                    .map(|&v| program.symbols.resolve(v).to_string())
+                    .collect();
                 out.push(format!(
                     "{}({})",
                     program.relation(*rel).name,

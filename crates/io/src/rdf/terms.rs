@@ -213,7 +213,7 @@ impl<'a> NTriplesWriter<'a> {
         for v in [s, p, o] {
             let symbol = self.symbols.resolve(v);
             self.rendered[v as usize]
-                .get_or_insert_with(|| symbol_term(symbol).map(|t| t.to_string()));
+                .get_or_insert_with(|| symbol_term(&symbol).map(|t| t.to_string()));
         }
         let term = |v: Value| match &self.rendered[v as usize] {
             Some(Ok(text)) => Ok(text.as_str()),
@@ -246,8 +246,8 @@ mod tests {
 
     #[test]
     fn the_writer_renders_as_ntriples_line_does() {
-        let mut symbols = SymbolTable::new();
-        let mut id = |s: &str| symbols.intern(s);
+        let symbols = SymbolTable::new();
+        let id = |s: &str| symbols.intern(s);
         let (x, ty, lit, thing, bad) = (
             id("_:x"),
             id("rdf:type"),
@@ -258,7 +258,7 @@ mod tests {
         let mut w = NTriplesWriter::new(&symbols);
         for t in [[x, ty, lit], [x, ty, thing]] {
             let [s, p, o] = t.map(|v| symbols.resolve(v));
-            assert_eq!(w.line(t), ntriples_line(s, p, o));
+            assert_eq!(w.line(t), ntriples_line(&s, &p, &o));
         }
         assert_eq!(
             w.line([lit, ty, thing]).unwrap_err().to_string(),

@@ -824,12 +824,20 @@ impl Materialization {
         let options = dynalog_analysis::Options {
             previous: self.engine.program().relations.clone(),
         };
-        let next = dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &options)
-            .map_err(located)?;
-        self.engine
-            .check_program(&next)
-            .map_err(|e| LiveError::Rules(e.to_string()))?;
-        Ok(next)
+        // The table is shared: a refused program's constants are forgotten again.
+        let before = self.symbols.len();
+        let checked = dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &options)
+            .map_err(located)
+            .and_then(|next| {
+                self.engine
+                    .check_program(&next)
+                    .map_err(|e| LiveError::Rules(e.to_string()))?;
+                Ok(next)
+            });
+        if checked.is_err() {
+            self.symbols.truncate(before);
+        }
+        checked
     }
 }
 

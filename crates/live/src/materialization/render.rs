@@ -2,7 +2,7 @@
 //! them in.
 
 use super::Materialization;
-use dynalog_analysis::{RelId, Type, Value};
+use dynalog_analysis::{RelId, SymbolsRead, Type, Value};
 use dynalog_engines::Change;
 use std::cmp::Ordering;
 
@@ -14,7 +14,7 @@ impl Materialization {
             .iter()
             .zip(&r.types)
             .map(|(&v, &t)| match t {
-                Type::Symbol => quote(self.symbols.resolve(v)),
+                Type::Symbol => quote(&self.symbols.resolve(v)),
                 _ => t.render(v, &self.symbols),
             })
             .collect();
@@ -45,7 +45,12 @@ impl Materialization {
             .collect()
     }
 
-    fn compare_rows(&self, (ra, a): (RelId, &[Value]), (rb, b): (RelId, &[Value])) -> Ordering {
+    fn compare_rows(
+        &self,
+        symbols: &SymbolsRead<'_>,
+        (ra, a): (RelId, &[Value]),
+        (rb, b): (RelId, &[Value]),
+    ) -> Ordering {
         let p = self.program();
         let name = |r: RelId| p.relations.get(r as usize).map_or("", |x| x.name.as_str());
         name(ra).cmp(name(rb)).then_with(|| {
@@ -55,7 +60,7 @@ impl Materialization {
                 .map(|x| &x.types[..])
                 .unwrap_or(&[]);
             for ((x, y), t) in a.iter().zip(b).zip(types) {
-                let o = t.compare(*x, *y, &self.symbols);
+                let o = t.compare(*x, *y, symbols);
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -65,12 +70,14 @@ impl Materialization {
     }
 
     pub(super) fn sort_rows(&self, rows: &mut [(RelId, Vec<Value>)]) {
-        rows.sort_by(|a, b| self.compare_rows((a.0, &a.1), (b.0, &b.1)));
+        let symbols = self.symbols.read();
+        rows.sort_by(|a, b| self.compare_rows(&symbols, (a.0, &a.1), (b.0, &b.1)));
     }
 
     pub(super) fn sort_changes(&self, changes: &mut [Change]) {
+        let symbols = self.symbols.read();
         changes.sort_by(|a, b| {
-            self.compare_rows((a.0, &a.1), (b.0, &b.1))
+            self.compare_rows(&symbols, (a.0, &a.1), (b.0, &b.1))
                 .then(a.2.cmp(&b.2))
         });
     }
