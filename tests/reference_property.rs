@@ -29,14 +29,14 @@ fn naive(program: &Program, base: &Db) -> Db {
             for &ri in &stratum.rules {
                 let rule = &program.rules[ri];
                 let mut slots = vec![None; rule.var_names.len()];
-                solve(&db, &rule.body, &mut slots, &mut |s| {
+                solve(&db, &program.symbols, &rule.body, &mut slots, &mut |s| {
                     let vals: Option<Vec<Value>> = rule
                         .head
                         .args
                         .iter()
                         .map(|e| {
                             let full: Vec<Value> = s.iter().map(|v| v.unwrap_or(0)).collect();
-                            e.eval(&full)
+                            e.eval(&full, &program.symbols)
                         })
                         .collect();
                     if let Some(v) = vals {
@@ -91,6 +91,7 @@ fn naive_aggregate(agg: &Aggregate, rows: &BTreeSet<Vec<Value>>) -> Vec<Vec<Valu
 
 fn solve(
     db: &Db,
+    symbols: &dynalog_analysis::SymbolTable,
     body: &[Literal],
     slots: &mut Vec<Option<Value>>,
     emit: &mut dyn FnMut(&[Option<Value>]),
@@ -117,7 +118,7 @@ fn solve(
                     }
                 }
                 if ok {
-                    solve(db, rest, slots, emit);
+                    solve(db, symbols, rest, slots, emit);
                 }
                 *slots = saved;
             }
@@ -131,22 +132,22 @@ fn solve(
                 })
             });
             if !matches {
-                solve(db, rest, slots, emit);
+                solve(db, symbols, rest, slots, emit);
             }
         }
         Literal::Filter { op, ty, lhs, rhs } => {
             let f = full(slots);
-            if let (Some(l), Some(r)) = (lhs.eval(&f), rhs.eval(&f))
+            if let (Some(l), Some(r)) = (lhs.eval(&f, symbols), rhs.eval(&f, symbols))
                 && dynalog_analysis::ir::eval_cmp(*op, *ty, l, r)
             {
-                solve(db, rest, slots, emit);
+                solve(db, symbols, rest, slots, emit);
             }
         }
         Literal::Assign { var, expr } => {
-            if let Some(v) = expr.eval(&full(slots)) {
+            if let Some(v) = expr.eval(&full(slots), symbols) {
                 let saved = slots[*var as usize];
                 slots[*var as usize] = Some(v);
-                solve(db, rest, slots, emit);
+                solve(db, symbols, rest, slots, emit);
                 slots[*var as usize] = saved;
             }
         }

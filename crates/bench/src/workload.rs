@@ -21,6 +21,10 @@ pub enum Rules {
     /// Aggregate-heavy statistics over `edge` (`programs/stats.dl`): degrees, reach
     /// counts, maxima and sums per node over the transitive closure.
     Stats,
+    /// String functors over `edge` (`programs/strings.dl`): names made with `cat` and
+    /// `to_string`, reachability over them, read back with `strlen`, `substr`,
+    /// `contains`, `match` and `to_number`.
+    Strings,
 }
 
 /// Reachability over `edge` (`programs/tc.dl`).
@@ -29,6 +33,10 @@ pub const TC: &str = include_str!("../../../programs/tc.dl");
 /// Aggregates over `edge` and its transitive closure (`programs/stats.dl`).
 pub const STATS: &str = include_str!("../../../programs/stats.dl");
 
+/// String functors over `edge` and reachability over the names they make
+/// (`programs/strings.dl`).
+pub const STRINGS: &str = include_str!("../../../programs/strings.dl");
+
 impl Rules {
     pub fn text(self) -> &'static str {
         match self {
@@ -36,6 +44,7 @@ impl Rules {
             Rules::Rhodf => rdf::RHODF,
             Rules::Owl2rl => rdf::OWL2RL,
             Rules::Stats => STATS,
+            Rules::Strings => STRINGS,
         }
     }
 
@@ -45,6 +54,7 @@ impl Rules {
             Rules::Rhodf => "rhodf.dl",
             Rules::Owl2rl => "owl2rl.dl",
             Rules::Stats => "stats.dl",
+            Rules::Strings => "strings.dl",
         }
     }
 
@@ -65,6 +75,8 @@ impl Rules {
             Rules::Stats => {
                 ".decl nearest(x: number, m: number)\nnearest(x, m) :- node(x), m = min y : tc(x, y)."
             }
+            // More tags, made from the links: the aggregate over tags changes too.
+            Rules::Strings => "tag(a, cat(\"r:\", b)) :- link(a, b), match(\".*9\", b).",
         }
     }
 }
@@ -192,6 +204,22 @@ pub const WORKLOADS: &[Workload] = &[
     w(
         "stats-rmat1k",
         Rules::Stats,
+        Data::Rmat {
+            nodes: 1000,
+            edges: 10_000,
+        },
+    ),
+    w(
+        "strings-rand1k",
+        Rules::Strings,
+        Data::Rand {
+            nodes: 1000,
+            p: 0.001,
+        },
+    ),
+    w(
+        "strings-rmat1k",
+        Rules::Strings,
         Data::Rmat {
             nodes: 1000,
             edges: 10_000,

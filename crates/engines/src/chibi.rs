@@ -20,7 +20,7 @@
 use crate::dred::{Dred, Evaluator, Output, Store, View};
 use crate::rules::plan::slot_count;
 use dynalog_analysis::ir::eval_cmp;
-use dynalog_analysis::{Atom, CmpOp, Literal, Program, Rule, Term, Value};
+use dynalog_analysis::{Atom, CmpOp, Literal, Program, Rule, SymbolTable, Term, Value};
 
 /// The chibi engine. See the module documentation.
 pub type Chibi = Dred<ChibiEval>;
@@ -28,6 +28,8 @@ pub type Chibi = Dred<ChibiEval>;
 /// The rule variants as written: `rules[rule][variant]`, with their slot counts.
 pub struct ChibiEval {
     rules: Vec<Vec<(Rule, usize)>>,
+    /// The program's symbol table, for the string functors.
+    symbols: SymbolTable,
 }
 
 /// One optional value per variable.
@@ -36,13 +38,14 @@ type Substitution = Vec<Option<Value>>;
 impl Evaluator for ChibiEval {
     const NAME: &'static str = "chibi";
 
-    fn compile(_program: &Program, variants: &[Vec<Rule>]) -> (Self, Vec<Vec<Box<[usize]>>>) {
+    fn compile(program: &Program, variants: &[Vec<Rule>]) -> (Self, Vec<Vec<Box<[usize]>>>) {
         let rules = variants
             .iter()
             .map(|vs| vs.iter().map(|r| (r.clone(), slot_count(r))).collect())
             .collect();
         // No indexes.
-        (ChibiEval { rules }, Vec::new())
+        let symbols = program.symbols.clone();
+        (ChibiEval { rules, symbols }, Vec::new())
     }
 
     fn run(
@@ -58,6 +61,7 @@ impl Evaluator for ChibiEval {
         let Some((rule, slots)) = self.rules.get(rule).and_then(|v| v.get(variant)) else {
             return;
         };
+        let symbols = &self.symbols;
         let mut subs: Vec<Substitution> = vec![vec![None; *slots]];
         for (i, lit) in rule.body.iter().enumerate() {
             if subs.is_empty() || out.stopped() {
@@ -110,7 +114,7 @@ impl Evaluator for ChibiEval {
                     .filter(|s| {
                         let values = values(s);
                         matches!(
-                            (lhs.eval(&values), rhs.eval(&values)),
+                            (lhs.eval(&values, symbols), rhs.eval(&values, symbols)),
                             (Some(a), Some(b)) if eval_cmp(*op, *ty, a, b)
                         )
                     })
@@ -120,7 +124,7 @@ impl Evaluator for ChibiEval {
                     let ty = rule.var_types.get(v).copied();
                     subs.into_iter()
                         .filter_map(|mut s| {
-                            let value = expr.eval(&values(&s))?;
+                            let value = expr.eval(&values(&s), symbols)?;
                             match s.get(v).copied().flatten() {
                                 // Bound by an atom moved before it: an equality test.
                                 Some(old) => ty
@@ -144,7 +148,7 @@ impl Evaluator for ChibiEval {
             tuple.clear();
             let values = values(s);
             for e in &rule.head.args {
-                match e.eval(&values) {
+                match e.eval(&values, symbols) {
                     Some(v) => tuple.push(v),
                     None => continue 'subs,
                 }

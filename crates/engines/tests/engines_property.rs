@@ -1,6 +1,6 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
+//! string functors that make and read symbols, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
 //! materialization equals the reference's from-scratch result, and its reported changes
@@ -22,7 +22,7 @@ use proptest::prelude::*;
 const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number)\n\
 .decl u(a: number)\n.decl p(a: number, b: number)\n.decl q(a: number, b: number)\n\
 .decl r(a: number, b: number)\n.decl s(a: number, b: number)\n.decl t(a: number, b: number)\n\
-.decl k(a: number, b: number) eqrel\n\
+.decl k(a: number, b: number) eqrel\n.decl w(a: symbol, b: number)\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -79,10 +79,10 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
         proptest::collection::vec(rule("q", vec!["e", "p", "q"], vec!["f"]), 0..3),
         proptest::collection::vec(rule("r", vec!["e", "p", "r"], vec!["p", "q", "f"]), 0..3),
         proptest::collection::vec(rule("s", vec!["r", "p", "e"], vec!["q", "r"]), 0..2),
-        proptest::bool::ANY,
+        (proptest::bool::ANY, proptest::bool::ANY),
         (proptest::bool::ANY, proptest::bool::ANY),
     )
-        .prop_map(|(p, q, r, s, arith, aggs)| {
+        .prop_map(|(p, q, r, s, (arith, strings), aggs)| {
             let mut pool: Vec<String> = p.into_iter().chain(q).chain(r).chain(s).collect();
             if aggs.0 {
                 pool.push("s(x, n) :- u(x), n = count : { p(x, _) }.".into());
@@ -99,6 +99,17 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("t(x, y) :- e(x, y), y = 6 / (x - 2).".into());
                 pool.push("k(x, y) :- q(x, y), x != 2.".into());
                 pool.push("t(x, y) :- k(x, z), y = to_number(to_float(z) * 1.5) + x.".into());
+            }
+            if strings {
+                // Symbols made from numbers, read back, and made recursively (bounded
+                // by their length), retracted with the facts they come from.
+                pool.push("w(to_string(x), y) :- p(x, y).".into());
+                pool.push("w(substr(cat(s, \"x\", s), 1, 3), y) :- w(s, y), strlen(s) < 3.".into());
+                pool.push("t(strlen(s), y) :- w(s, y), contains(\"1\", s).".into());
+                pool.push(
+                    "t(y, to_number(cat(s, \"0\"))) :- w(s, y), !match(\"[0-3]\", s).".into(),
+                );
+                pool.push("s(ord(s) * 0, y) :- w(s, y), s != \"2\".".into());
             }
             pool
         })

@@ -323,6 +323,71 @@ pub enum Expr {
     },
     /// `count : { body }`, `sum y : { body }`, `min y : atom`, ...
     Aggregate(Box<Aggregate>),
+    /// A string functor `cat(a, b)`, `strlen(s)`, ..., or a string constraint
+    /// `contains(a, b)` / `match(p, s)` (which stand in a body as `... != 0`, their
+    /// negation as `... = 0`: see [`Functor::is_constraint`]).
+    Call(Functor, Vec<Expr>, Span),
+}
+
+/// A built-in functor on symbols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Functor {
+    /// `cat(a, b, ...)`: the symbols joined.
+    Cat,
+    /// `strlen(s)`: the length in bytes.
+    Strlen,
+    /// `substr(s, i, n)`: `n` bytes from byte `i`.
+    Substr,
+    /// `ord(s)`: the symbol's number in the symbol table.
+    Ord,
+    /// `to_string(x)`: a value's text as a symbol.
+    ToString,
+    /// `contains(a, b)`: whether `a` occurs in `b` (1 or 0).
+    Contains,
+    /// `match(p, s)`: whether the regular expression `p` matches all of `s` (1 or 0).
+    Match,
+}
+
+impl Functor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Functor::Cat => "cat",
+            Functor::Strlen => "strlen",
+            Functor::Substr => "substr",
+            Functor::Ord => "ord",
+            Functor::ToString => "to_string",
+            Functor::Contains => "contains",
+            Functor::Match => "match",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Functor> {
+        Some(match name {
+            "cat" => Functor::Cat,
+            "strlen" => Functor::Strlen,
+            "substr" => Functor::Substr,
+            "ord" => Functor::Ord,
+            "to_string" => Functor::ToString,
+            "contains" => Functor::Contains,
+            "match" => Functor::Match,
+            _ => return None,
+        })
+    }
+
+    /// `contains` and `match`: written as a body literal, not inside an expression.
+    pub fn is_constraint(self) -> bool {
+        matches!(self, Functor::Contains | Functor::Match)
+    }
+
+    /// How many arguments it takes: at least `.0`, at most `.1`.
+    pub fn arity(self) -> (usize, usize) {
+        match self {
+            Functor::Cat => (1, usize::MAX),
+            Functor::Strlen | Functor::Ord | Functor::ToString => (1, 1),
+            Functor::Substr => (3, 3),
+            Functor::Contains | Functor::Match => (2, 2),
+        }
+    }
 }
 
 /// An aggregate function.
@@ -374,7 +439,7 @@ impl Expr {
         match self {
             Expr::Var(i) => i.span,
             Expr::Wildcard(s) | Expr::Str(_, s) | Expr::Num(_, s) | Expr::Neg(_, s) => *s,
-            Expr::Unary(_, _, s) => *s,
+            Expr::Unary(_, _, s) | Expr::Call(_, _, s) => *s,
             Expr::Binary { span, .. } => *span,
             Expr::Aggregate(a) => a.span,
         }
@@ -490,6 +555,7 @@ fn expr_atoms(e: &Expr, f: &mut dyn FnMut(&Atom)) {
             expr_atoms(lhs, f);
             expr_atoms(rhs, f);
         }
+        Expr::Call(_, args, _) => args.iter().for_each(|a| expr_atoms(a, f)),
         Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
     }
 }
@@ -524,6 +590,7 @@ fn expr_atoms_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Atom)) {
             expr_atoms_mut(lhs, f);
             expr_atoms_mut(rhs, f);
         }
+        Expr::Call(_, args, _) => args.iter_mut().for_each(|a| expr_atoms_mut(a, f)),
         Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
     }
 }
@@ -575,6 +642,17 @@ fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
             out.push_str(op.as_str());
             out.push_str(" (");
             canonical_expr(inner, vars, out);
+            out.push(')');
+        }
+        Expr::Call(f, args, _) => {
+            out.push_str(f.as_str());
+            out.push('(');
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                canonical_expr(a, vars, out);
+            }
             out.push(')');
         }
         Expr::Binary { op, lhs, rhs, .. } if op.is_functor() => {

@@ -45,8 +45,8 @@
 //! at the first error, which points at the offending token.
 
 use crate::ast::{
-    AggFunc, Aggregate, ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Ident, Item, Literal,
-    Number, Pragma, Program, RelDecl, Rule, Style, TypeDecl, UnaryOp,
+    AggFunc, Aggregate, ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Functor, Ident, Item,
+    Literal, Number, Pragma, Program, RelDecl, Rule, Style, TypeDecl, UnaryOp,
 };
 use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
 use crate::source::{Diagnostic, SourceFile, Span};
@@ -874,6 +874,9 @@ impl<'a> Parser<'a> {
         match &tok.kind {
             TokenKind::Bang => {
                 self.bump()?;
+                if let Some(f) = self.constraint_next()? {
+                    return self.constraint(f, Some(tok.span));
+                }
                 let name = self.expect_ident("a relation name after `!`")?;
                 let name = self.qualify(name)?;
                 let atom = self.atom(name)?;
@@ -886,11 +889,8 @@ impl<'a> Parser<'a> {
                 return Ok(Literal::Positive(self.atom(name)?));
             }
             TokenKind::Ident(name) if self.peek2()?.kind == TokenKind::LParen => {
-                if CONSTRAINTS.contains(&name.as_str()) {
-                    return Err(self.error(
-                        tok.span,
-                        format!("the `{name}` constraint is not supported"),
-                    ));
+                if let Some(f) = Functor::from_name(name).filter(|f| f.is_constraint()) {
+                    return self.constraint(f, None);
                 }
                 // An atom, unless it turns out to be a functor call in a comparison.
                 if !FUNCTORS.contains(&name.as_str())
@@ -947,6 +947,32 @@ impl<'a> Parser<'a> {
             lhs,
             rhs,
             span: lhs_ext.to(rhs_ext),
+        })
+    }
+
+    /// The string constraint (`contains`, `match`) whose call comes next, if one does.
+    fn constraint_next(&mut self) -> PResult<Option<Functor>> {
+        let TokenKind::Ident(name) = self.peek_kind()? else {
+            return Ok(None);
+        };
+        let f = Functor::from_name(name).filter(|f| f.is_constraint());
+        Ok(if f.is_some() && self.peek2()?.kind == TokenKind::LParen {
+            f
+        } else {
+            None
+        })
+    }
+
+    /// `contains(a, b)` or `match(p, s)` as a body literal, negated if `bang` is the span
+    /// of a `!` before it: the comparison `f(..) != 0` (`= 0` when negated).
+    fn constraint(&mut self, f: Functor, bang: Option<Span>) -> PResult<Literal> {
+        let (call, span, _) = self.string_functor(f)?;
+        let zero = Expr::Num(Number::Int(0), span);
+        Ok(Literal::Compare {
+            op: if bang.is_some() { CmpOp::Eq } else { CmpOp::Ne },
+            lhs: call,
+            rhs: zero,
+            span: bang.map_or(span, |b| b.to(span)),
         })
     }
 
@@ -1089,16 +1115,25 @@ impl<'a> Parser<'a> {
     /// functions, and the leaves in [`Parser::leaf`], so that each nesting level costs
     /// little stack.)
     fn primary(&mut self) -> PResult<Sub> {
-        let (functor, conversion) = match self.peek_kind()? {
-            TokenKind::Ident(name) => (functor_op(name), UnaryOp::conversion(name)),
-            _ => (None, None),
+        let (functor, conversion, string) = match self.peek_kind()? {
+            TokenKind::Ident(name) => (
+                functor_op(name),
+                UnaryOp::conversion(name),
+                Functor::from_name(name).filter(|f| !f.is_constraint()),
+            ),
+            _ => (None, None, None),
         };
-        if (functor.is_some() || conversion.is_some()) && self.peek2()?.kind == TokenKind::LParen {
+        if (functor.is_some() || conversion.is_some() || string.is_some())
+            && self.peek2()?.kind == TokenKind::LParen
+        {
             if let Some(op) = conversion {
                 return self.conversion(op);
             }
             if let Some(op) = functor {
                 return self.functor(op);
+            }
+            if let Some(f) = string {
+                return self.string_functor(f);
             }
         }
         let Some(open) = self.eat(&TokenKind::LParen)? else {
@@ -1156,6 +1191,32 @@ impl<'a> Parser<'a> {
         };
         let depth = self.one_deeper(depth, open.span)?;
         Ok((Expr::Unary(op, Box::new(arg), span), span, depth))
+    }
+
+    /// A functor on symbols (`cat(a, b, ...)`, `strlen(s)`, ...) or a string
+    /// constraint (`contains(a, b)`, `match(p, s)`), at its name.
+    fn string_functor(&mut self, f: Functor) -> PResult<Sub> {
+        let (_, open, args, span) = self.call(f.as_str())?;
+        let (min, max) = f.arity();
+        if args.len() < min || args.len() > max {
+            let usage = match f {
+                Functor::Cat => "`cat(a, b, ...)` takes at least one argument".to_string(),
+                Functor::Substr => "`substr(s, i, n)` takes three arguments".to_string(),
+                Functor::Contains | Functor::Match => {
+                    format!("`{}(a, b)` takes two arguments", f.as_str())
+                }
+                _ => format!("`{0}(x)` takes one argument", f.as_str()),
+            };
+            return Err(self.error(span, usage));
+        }
+        let mut depth = 0;
+        let mut exprs = Vec::with_capacity(args.len());
+        for (e, _, d) in args {
+            depth = depth.max(d);
+            exprs.push(e);
+        }
+        let depth = self.one_deeper(depth, open.span)?;
+        Ok((Expr::Call(f, exprs, span), span, depth))
     }
 
     /// A call `name(args...)`, at its name: the spans of the name and the `(`, the
@@ -1227,17 +1288,15 @@ impl<'a> Parser<'a> {
                 let next = self.peek2()?.kind;
                 let aggregate = AGGREGATES.contains(&name.as_str());
                 if next == TokenKind::LParen {
-                    let msg = if name == "to_string" {
-                        "`to_string` is not supported: it makes a symbol at evaluation time, \
-                         and dynalog's engines have no strings then (symbols are interned \
-                         when the program and its facts are loaded)"
-                            .to_string()
-                    } else if FUNCTORS.contains(&name.as_str()) {
+                    let msg = if FUNCTORS.contains(&name.as_str()) {
                         format!("the `{name}` functor is not supported")
                     } else if aggregate {
                         format!("`{name}` aggregates are not supported")
                     } else if CONSTRAINTS.contains(&name.as_str()) {
-                        format!("the `{name}` constraint is not supported")
+                        format!(
+                            "`{name}(...)` is a constraint: it stands alone in a rule's body \
+                             (`{name}(a, b)` or `!{name}(a, b)`), not inside an expression"
+                        )
                     } else {
                         format!(
                             "`{name}(...)` cannot appear inside an expression \
@@ -1553,6 +1612,10 @@ mod tests {
             Expr::Binary { op, lhs, rhs, .. } => {
                 format!("({} {} {})", show(lhs), op.as_str(), show(rhs))
             }
+            Expr::Call(f, args, _) => {
+                let args: Vec<String> = args.iter().map(show).collect();
+                format!("{}({})", f.as_str(), args.join(", "))
+            }
             Expr::Aggregate(a) => {
                 let body: Vec<String> = a.body.iter().map(show_literal).collect();
                 let target = a.target.as_ref().map(|t| format!(" {}", show(t)));
@@ -1830,6 +1893,26 @@ mod tests {
         };
         assert_eq!(text_of(text, *span), "(x + 1) * 2 = 4");
         assert_eq!(text_of(text, lhs.span()), "(x + 1) * 2");
+    }
+
+    #[test]
+    fn string_functors_and_constraints() {
+        let r = only_rule("c(cat(x, \"-\", y), strlen(x)) :- a(x, y), z = substr(x, 1, 2).");
+        assert_eq!(
+            show_rule(&r),
+            "c(cat(x, \"-\", y), strlen(x)) :- a(x, y), z = substr(x, 1, 2)."
+        );
+        let r = only_rule("c(ord(x), to_string(n + 1)) :- a(x, n).");
+        assert_eq!(show_rule(&r), "c(ord(x), to_string((n + 1))) :- a(x, n).");
+        // The constraints are comparisons with 0; `!` negates them.
+        let text = "c(x) :- a(x), contains(\"b\", x), !match(\"a.*\", x).";
+        let r = only_rule(text);
+        assert_eq!(show_literal(&r.body[1]), "contains(\"b\", x) != 0");
+        assert_eq!(show_literal(&r.body[2]), "match(\"a.*\", x) = 0");
+        assert_eq!(text_of(text, r.body[2].span()), "!match(\"a.*\", x)");
+        // A relation may still be called `cat` when it is not written as a call.
+        let r = only_rule("c(x) :- a(x), x = cat.");
+        assert_eq!(show_rule(&r), "c(x) :- a(x), x = cat.");
     }
 
     #[test]
@@ -2507,24 +2590,35 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         assert_err_starts("c(n) :- n = count { a(x) }.", 1, 19, "expected `:` before");
         assert_err_starts("c(n) :- n = count : { a(x).", 1, 27, "expected `}`");
         assert_err(
-            "c(x) :- a(y), x = cat(y, \"s\").",
+            "c(x) :- a(y), x = range(y, 3).",
             1,
             19,
-            "the `cat` functor is not supported",
+            "the `range` functor is not supported",
         );
         assert_err(
-            "c(x) :- a(x), strlen(x) > 3.",
+            "c(x) :- a(y), x = substr(y, 1).",
+            1,
+            19,
+            "`substr(s, i, n)` takes three arguments",
+        );
+        assert_err(
+            "c(x) :- a(y), x = cat().",
+            1,
+            23,
+            "expected an expression, found `)`",
+        );
+        assert_err(
+            "c(x) :- a(x), y = contains(x, \"b\").",
+            1,
+            19,
+            "`contains(...)` is a constraint: it stands alone in a rule's body (`contains(a, b)` \
+             or `!contains(a, b)`), not inside an expression",
+        );
+        assert_err(
+            "c(x) :- a(x), match(\"a\").",
             1,
             15,
-            "the `strlen` functor is not supported",
-        );
-        assert_err(
-            "c(to_string(x)) :- a(x).",
-            1,
-            3,
-            "`to_string` is not supported: it makes a symbol at evaluation time, and dynalog's \
-             engines have no strings then (symbols are interned when the program and its facts \
-             are loaded)",
+            "`match(a, b)` takes two arguments",
         );
         assert_err(
             "c(x) :- a(y), x = to_float(y, 1).",
@@ -2537,12 +2631,6 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             1,
             15,
             "expected `,` or `)` in `to_number(...)`",
-        );
-        assert_err(
-            "c(x) :- a(x), match(\"a.*\", x).",
-            1,
-            15,
-            "the `match` constraint is not supported",
         );
         assert_err(
             "c(x) :- a(x), b(x) = 1.",

@@ -96,6 +96,7 @@ fn vars<'a>(e: &'a Expr, deep: bool, out: &mut Vec<&'a Ident>) {
             vars(lhs, deep, out);
             vars(rhs, deep, out);
         }
+        Expr::Call(_, args, _) => args.iter().for_each(|a| vars(a, deep, out)),
         Expr::Aggregate(a) if deep => {
             if let Some(t) = &a.target {
                 vars(t, deep, out);
@@ -128,6 +129,11 @@ fn take_aggregates(e: &mut Expr, found: &mut Vec<(String, Aggregate)>, counter: 
         Expr::Binary { lhs, rhs, .. } => {
             take_aggregates(lhs, found, counter);
             take_aggregates(rhs, found, counter);
+        }
+        Expr::Call(_, args, _) => {
+            for a in args {
+                take_aggregates(a, found, counter);
+            }
         }
         Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
     }

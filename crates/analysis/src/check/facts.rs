@@ -54,10 +54,39 @@ impl Checker<'_> {
                 }
                 // No variables here: the operand's constants fix its type.
                 let from = super::types::infer_type(inner, &|_| None).unwrap_or(Type::Number);
-                self.convertible(*op, from, *span)?;
                 let v = self.const_expr(inner, from, what)?;
-                crate::ir::eval_unary(*op, from, v)
-                    .ok_or_else(|| self.err(*span, "a conversion without a value"))
+                let value = match from {
+                    Type::Symbol => crate::ir::parse_symbol(*op, &self.symbols.resolve(v)),
+                    _ => crate::ir::eval_unary(*op, from, v),
+                };
+                value.ok_or_else(|| self.no_value(*span))
+            }
+            ast::Expr::Call(func, args, span) => {
+                let to = crate::ir::call_type(*func);
+                if to != ty {
+                    return Err(self.err(
+                        *span,
+                        format!(
+                            "type mismatch: {what} is {} {ty}, but `{}(...)` is {} {to}",
+                            super::types::article(ty),
+                            func.as_str(),
+                            super::types::article(to)
+                        ),
+                    ));
+                }
+                let operand = match (func, args.first()) {
+                    (ast::Functor::ToString, Some(a)) => {
+                        super::types::infer_type(a, &|_| None).unwrap_or(Type::Number)
+                    }
+                    _ => Type::Symbol,
+                };
+                let mut values = Vec::with_capacity(args.len());
+                for (i, a) in args.iter().enumerate() {
+                    let want = crate::ir::call_arg_type(*func, operand, i);
+                    values.push(self.const_expr(a, want, what)?);
+                }
+                crate::ir::eval_call(*func, operand, &values, &self.symbols)
+                    .ok_or_else(|| self.no_value(*span))
             }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
@@ -84,5 +113,16 @@ impl Checker<'_> {
                 value.ok_or_else(|| self.err(*span, "division by zero"))
             }
         }
+    }
+
+    /// A functor of constants that has no value (`to_number("abc")`).
+    fn no_value(&self, span: dynalog_syntax::Span) -> Diagnostic {
+        self.err(
+            span,
+            format!(
+                "`{}` has no value (its text is not a number of the type)",
+                self.file.slice(span)
+            ),
+        )
     }
 }

@@ -56,7 +56,10 @@ impl Checker<'_> {
                     }
                     if matches!(
                         arg,
-                        ast::Expr::Neg(..) | ast::Expr::Unary(..) | ast::Expr::Binary { .. }
+                        ast::Expr::Neg(..)
+                            | ast::Expr::Unary(..)
+                            | ast::Expr::Binary { .. }
+                            | ast::Expr::Call(..)
                     ) {
                         count += 1;
                         at = arg.span();
@@ -93,6 +96,9 @@ impl Checker<'_> {
                 ast::Expr::Binary { lhs, rhs, .. } => {
                     stack.push((rhs, depth + 1));
                     stack.push((lhs, depth + 1));
+                }
+                ast::Expr::Call(_, args, _) => {
+                    stack.extend(args.iter().rev().map(|a| (a, depth + 1)));
                 }
                 _ => {}
             }

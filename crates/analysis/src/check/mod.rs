@@ -387,7 +387,11 @@ fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
             visit_vars(lhs, f);
             visit_vars(rhs, f);
         }
-        _ => {}
+        ast::Expr::Call(_, args, _) => args.iter().for_each(|a| visit_vars(a, f)),
+        ast::Expr::Wildcard(_)
+        | ast::Expr::Str(..)
+        | ast::Expr::Num(..)
+        | ast::Expr::Aggregate(_) => {}
     }
 }
 

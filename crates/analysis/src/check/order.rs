@@ -204,15 +204,7 @@ fn order_body(
 
 /// Call `f` on every variable an IR expression reads (with repeats).
 fn ir_visit_vars(e: &ir::Expr, f: &mut impl FnMut(VarId)) {
-    match e {
-        ir::Expr::Var(v) => f(*v),
-        ir::Expr::Const(_) => {}
-        ir::Expr::Binary { lhs, rhs, .. } => {
-            ir_visit_vars(lhs, f);
-            ir_visit_vars(rhs, f);
-        }
-        ir::Expr::Neg(_, e) | ir::Expr::Unary(_, _, e) => ir_visit_vars(e, f),
-    }
+    e.for_each_var(f)
 }
 
 /// Whether an IR expression reads variable `v`.

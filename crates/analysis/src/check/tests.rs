@@ -752,25 +752,82 @@ fn facts_fold_conversions_as_souffle_does() {
 }
 
 #[test]
+fn string_functors_are_typed() {
+    let decls = ".decl a(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
+    let p = check(&format!(
+        "{decls}s(cat(x, to_string(y), substr(x, 0, y))) :- s(x), a(y), strlen(x) > y, \
+         contains(\"a\", x), !match(\"b.*\", x).\n\
+         s(\"x\").\ns(cat(\"a\", \"b\")).\na(strlen(\"héllo\")).\n"
+    ))
+    .expect("checks");
+    let rule = &p.rules[0];
+    assert!(rule.uses_strings());
+    assert_eq!(
+        p.rules[0].display(&p).to_string(),
+        "s(cat(x, to_string(y), substr(x, 0, y))) :- s(x), contains(\"a\", x), \
+         !match(\"b.*\", x), a(y), strlen(x) > y."
+    );
+    // Facts with functors of constants are folded by the analysis.
+    let ab = p.symbols.lookup("ab").expect("interned");
+    assert!(p.facts.contains(&(1, vec![ab])));
+    assert!(p.facts.contains(&(0, vec![6])));
+    // `to_string` of a float, fixed by the column it reads.
+    assert!(check(&format!("{decls}s(to_string(x)) :- f(x).\n")).is_ok());
+}
+
+#[test]
+fn error_string_functors() {
+    let decls = ".decl a(x: number)\n.decl s(x: symbol)\n";
+    check_err(
+        &format!("{decls}a(cat(x, x)) :- s(x).\n"),
+        3,
+        3,
+        "type mismatch: `cat(...)` is a symbol, but column 1 of `a` needs a number",
+    );
+    check_err(
+        &format!("{decls}s(x) :- s(x), strlen(x) = \"3\".\n"),
+        3,
+        27,
+        "type mismatch: this expression is a number, but \"3\" is a symbol",
+    );
+    check_err(
+        &format!("{decls}a(strlen(y)) :- a(y).\n"),
+        3,
+        10,
+        "type mismatch: variable `y` is a number, but argument 1 of `strlen` needs a symbol",
+    );
+    check_err(
+        &format!("{decls}s(substr(x, x, 1)) :- s(x).\n"),
+        3,
+        13,
+        "type mismatch: variable `x` is a symbol, but argument 2 of `substr` needs a number",
+    );
+    check_err(
+        &format!("{decls}s(x) :- s(x), contains(x, 1).\n"),
+        3,
+        27,
+        "type mismatch: argument 2 of `contains` is a symbol, but this is a number (quote it: \"...\")",
+    );
+    check_err(
+        &format!("{decls}s(x) :- match(\"a\", x).\n"),
+        3,
+        3,
+        "variable `x` in the head is not grounded",
+    );
+}
+
+#[test]
 fn error_conversions() {
     let decls = ".decl a(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
+    // A symbol's text is read as a number; a constant one is read by the analysis.
+    assert!(check(&format!("{decls}a(to_number(x)) :- s(x).\n")).is_ok());
+    let p = check(&format!("{decls}a(to_number(\" 7x\")).\n")).expect("checks");
+    assert_eq!(p.facts[0].1, vec![7]);
     check_err(
-        &format!("{decls}a(to_number(x)) :- s(x).\n"),
+        &format!("{decls}a(to_number(\"seven\")).\n"),
         4,
         3,
-        "`to_number` of a symbol is not supported: it reads the symbol's text at evaluation time",
-    );
-    check_err(
-        &format!("{decls}f(y) :- s(x), y = to_float(x) + 1.5.\n"),
-        4,
-        19,
-        "`to_float` of a symbol is not supported",
-    );
-    check_err(
-        &format!("{decls}a(to_number(\"7\")).\n"),
-        4,
-        3,
-        "`to_number` of a symbol is not supported",
+        "`to_number(\"seven\")` has no value (its text is not a number of the type)",
     );
     check_err(
         &format!("{decls}a(to_float(x)) :- a(x).\n"),

@@ -269,11 +269,45 @@ impl Checker<'_> {
                         ),
                     ));
                 }
-                // The operand's type is what fixes it, `number` if nothing does.
+                // The operand's type is what fixes it, `number` if nothing does. A
+                // symbol's text is read as a number.
                 let from = infer_type(inner, &|v| Some(var_types[rc.slot(v) as usize]))
                     .unwrap_or(Type::Number);
-                self.convertible(*op, from, *span)?;
                 ir::Expr::Unary(*op, from, Box::new(self.expr(rc, inner, from, var_types)?))
+            }
+            ast::Expr::Call(func, args, span) => {
+                let to = ir::call_type(*func);
+                if to != ty {
+                    return Err(self.err(
+                        *span,
+                        format!(
+                            "type mismatch: `{}(...)` is {} {to}, but this expression needs {} {ty}",
+                            func.as_str(),
+                            article(to),
+                            article(ty)
+                        ),
+                    ));
+                }
+                // `to_string`'s operand may be of any type; what fixes it, else `number`.
+                let operand = match (func, args.first()) {
+                    (ast::Functor::ToString, Some(a)) => {
+                        infer_type(a, &|v| Some(var_types[rc.slot(v) as usize]))
+                            .unwrap_or(Type::Number)
+                    }
+                    _ => Type::Symbol,
+                };
+                let mut lowered = Vec::with_capacity(args.len());
+                for (i, a) in args.iter().enumerate() {
+                    let want = ir::call_arg_type(*func, operand, i);
+                    lowered.push(self.expr(rc, a, want, var_types).map_err(|d| Diagnostic {
+                        message: d.message.replace(
+                            "this expression",
+                            &format!("argument {} of `{}`", i + 1, func.as_str()),
+                        ),
+                        ..d
+                    })?);
+                }
+                ir::Expr::Call(*func, operand, lowered)
             }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
@@ -300,27 +334,6 @@ impl Checker<'_> {
                 }
             }
         })
-    }
-
-    /// Refuse a conversion of a symbol (at the conversion `span`): Soufflé parses the
-    /// symbol's text, which evaluation does not have.
-    pub(super) fn convertible(
-        &self,
-        op: ast::UnaryOp,
-        from: Type,
-        span: dynalog_syntax::Span,
-    ) -> Result<(), Diagnostic> {
-        if from != Type::Symbol {
-            return Ok(());
-        }
-        Err(self.err(
-            span,
-            format!(
-                "`{}` of a symbol is not supported: it reads the symbol's text at evaluation \
-                 time, and dynalog's engines see symbols only as interned ids",
-                op.as_str()
-            ),
-        ))
     }
 
     /// Refuse a bitwise or logical operator (defined on `number` and `unsigned` only)
@@ -404,6 +417,7 @@ pub(super) fn infer_type(e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type
         ast::Expr::Num(..) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate(_) => None,
         // A conversion's type is its own, whatever its operand's.
         ast::Expr::Unary(op, _, _) if op.is_conversion() => Some(ir::unary_type(*op, Type::Number)),
+        ast::Expr::Call(f, ..) => Some(ir::call_type(*f)),
         ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => infer_type(i, var),
         ast::Expr::Binary { lhs, rhs, .. } => infer_type(lhs, var).or_else(|| infer_type(rhs, var)),
     }

@@ -25,6 +25,7 @@
 use super::AggFunc;
 use super::{Atom, Expr, Literal, Program, Rule, Term};
 use crate::value::{Type, Value};
+use dynalog_syntax::CmpOp;
 use std::fmt;
 
 /// A part of a rule together with what names it (the program's relations and symbols,
@@ -172,6 +173,16 @@ impl fmt::Display for Show<'_, Expr> {
                 write!(f, "{} ", op.as_str())?;
                 operand(f, e)
             }
+            Expr::Call(func, ty, args) => {
+                write!(f, "{}(", func.as_str())?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", self.with(a, super::call_arg_type(*func, *ty, i)))?;
+                }
+                f.write_str(")")
+            }
         }
     }
 }
@@ -189,6 +200,16 @@ impl fmt::Display for Show<'_, Literal> {
             Literal::Not(a) => {
                 f.write_str("!")?;
                 self.atom(f, a)
+            }
+            // `contains(a, b)` and `match(p, s)` as written.
+            Literal::Filter {
+                op: op @ (CmpOp::Ne | CmpOp::Eq),
+                lhs: lhs @ Expr::Call(func, ..),
+                rhs: Expr::Const(0),
+                ..
+            } if func.is_constraint() => {
+                let bang = if *op == CmpOp::Eq { "!" } else { "" };
+                write!(f, "{bang}{}", self.with(lhs, Type::Number))
             }
             Literal::Filter { op, ty, lhs, rhs } => write!(
                 f,

@@ -10,11 +10,13 @@
 //! `display` methods returning a printable [`Show`] for the parts of a rule.
 
 mod display;
+mod strings;
 
 pub use display::Show;
+pub use strings::{call_arg_type, call_type, eval_call, parse_symbol};
 
 use crate::value::{SymbolTable, Type, Value};
-pub use dynalog_syntax::AggFunc;
+pub use dynalog_syntax::{AggFunc, Functor};
 use dynalog_syntax::{ArithOp, CmpOp, Diagnostic, Span, UnaryOp};
 use std::collections::BTreeMap;
 
@@ -93,6 +95,10 @@ pub enum Expr {
     /// `to_float`/`to_number`/`to_unsigned` from that numeric type to the
     /// operator's ([`unary_type`]).
     Unary(UnaryOp, Type, Box<Expr>),
+    /// A functor on symbols ([`eval_call`]); the type is the operand's for `to_string`
+    /// (`Symbol` for the others). `contains` and `match` give 1 or 0, and stand in a
+    /// body as a [`Literal::Filter`] `!= 0` (`= 0` negated).
+    Call(Functor, Type, Vec<Expr>),
 }
 
 /// A body atom `r(t1, ..., tn)`.
@@ -146,6 +152,16 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Whether the rule reads or makes symbols' text (see [`Expr::uses_strings`]).
+    pub fn uses_strings(&self) -> bool {
+        self.head.args.iter().any(Expr::uses_strings)
+            || self.body.iter().any(|l| match l {
+                Literal::Filter { lhs, rhs, .. } => lhs.uses_strings() || rhs.uses_strings(),
+                Literal::Assign { expr, .. } => expr.uses_strings(),
+                Literal::Atom(_) | Literal::Not(_) => false,
+            })
+    }
+
     /// Positive body atoms, in evaluation order.
     pub fn positive_atoms(&self) -> impl Iterator<Item = &Atom> {
         self.body.iter().filter_map(|l| match l {
@@ -503,17 +519,62 @@ pub fn eval_cmp(op: CmpOp, ty: Type, lhs: Value, rhs: Value) -> bool {
 }
 
 impl Expr {
-    /// Evaluate over a slot array in which every variable of the expression is bound.
-    /// `None` on division by zero.
-    pub fn eval(&self, slots: &[Value]) -> Option<Value> {
+    /// Evaluate over a slot array in which every variable of the expression is bound,
+    /// reading and interning symbols' text in `symbols` (the program's table). `None`
+    /// when it has no value (division by zero, a text that is not a number, ...).
+    pub fn eval(&self, slots: &[Value], symbols: &SymbolTable) -> Option<Value> {
         match self {
             Expr::Var(v) => Some(slots[*v as usize]),
             Expr::Const(c) => Some(*c),
-            Expr::Binary { op, ty, lhs, rhs } => {
-                eval_arith(*op, *ty, lhs.eval(slots)?, rhs.eval(slots)?)
+            Expr::Binary { op, ty, lhs, rhs } => eval_arith(
+                *op,
+                *ty,
+                lhs.eval(slots, symbols)?,
+                rhs.eval(slots, symbols)?,
+            ),
+            Expr::Neg(ty, e) => eval_neg(*ty, e.eval(slots, symbols)?),
+            Expr::Unary(op, Type::Symbol, e) => {
+                parse_symbol(*op, &symbols.get(e.eval(slots, symbols)?)?)
             }
-            Expr::Neg(ty, e) => eval_neg(*ty, e.eval(slots)?),
-            Expr::Unary(op, ty, e) => eval_unary(*op, *ty, e.eval(slots)?),
+            Expr::Unary(op, ty, e) => eval_unary(*op, *ty, e.eval(slots, symbols)?),
+            Expr::Call(f, ty, args) => {
+                let mut values = [0; 4];
+                if args.len() <= values.len() {
+                    for (v, a) in values.iter_mut().zip(args) {
+                        *v = a.eval(slots, symbols)?;
+                    }
+                    eval_call(*f, *ty, &values[..args.len()], symbols)
+                } else {
+                    let values: Option<Vec<Value>> =
+                        args.iter().map(|a| a.eval(slots, symbols)).collect();
+                    eval_call(*f, *ty, &values?, symbols)
+                }
+            }
+        }
+    }
+
+    /// Call `f` on every variable it reads (with repeats), left to right.
+    pub fn for_each_var(&self, f: &mut impl FnMut(VarId)) {
+        match self {
+            Expr::Var(v) => f(*v),
+            Expr::Const(_) => {}
+            Expr::Binary { lhs, rhs, .. } => {
+                lhs.for_each_var(f);
+                rhs.for_each_var(f);
+            }
+            Expr::Neg(_, e) | Expr::Unary(_, _, e) => e.for_each_var(f),
+            Expr::Call(_, _, args) => args.iter().for_each(|a| a.for_each_var(f)),
+        }
+    }
+
+    /// Whether it reads or makes symbols' text (a string functor or a conversion of a
+    /// symbol): such an expression needs the program's symbol table when evaluated.
+    pub fn uses_strings(&self) -> bool {
+        match self {
+            Expr::Var(_) | Expr::Const(_) => false,
+            Expr::Call(..) | Expr::Unary(_, Type::Symbol, _) => true,
+            Expr::Binary { lhs, rhs, .. } => lhs.uses_strings() || rhs.uses_strings(),
+            Expr::Neg(_, e) | Expr::Unary(_, _, e) => e.uses_strings(),
         }
     }
 }
@@ -579,10 +640,11 @@ mod tests {
 
     #[test]
     fn expressions_evaluate_over_slots() {
+        let st = SymbolTable::new();
         let neg = |e: Expr| Expr::Neg(Type::Number, Box::new(e));
-        assert_eq!(neg(Expr::Const(5)).eval(&[]), Some((-5i32) as u32));
+        assert_eq!(neg(Expr::Const(5)).eval(&[], &st), Some((-5i32) as u32));
         assert_eq!(
-            neg(Expr::Const(i32::MIN as u32)).eval(&[]),
+            neg(Expr::Const(i32::MIN as u32)).eval(&[], &st),
             Some(i32::MIN as u32)
         );
         let div0 = Expr::Binary {
@@ -591,8 +653,27 @@ mod tests {
             lhs: Box::new(Expr::Var(0)),
             rhs: Box::new(Expr::Const(0)),
         };
-        assert_eq!(div0.eval(&[7]), None);
-        assert_eq!(neg(div0).eval(&[7]), None);
+        assert_eq!(div0.eval(&[7], &st), None);
+        assert_eq!(neg(div0).eval(&[7], &st), None);
+        // `strlen(to_string(x * 10))` and `to_number(s)` read and make symbols' text.
+        let ten_times = Expr::Binary {
+            op: ArithOp::Mul,
+            ty: Type::Number,
+            lhs: Box::new(Expr::Var(0)),
+            rhs: Box::new(Expr::Const(10)),
+        };
+        let text = Expr::Call(Functor::ToString, Type::Number, vec![ten_times]);
+        let len = Expr::Call(Functor::Strlen, Type::Symbol, vec![text.clone()]);
+        assert!(len.uses_strings() && !div0_free().uses_strings());
+        assert_eq!(len.eval(&[(-42i32) as u32], &st), Some(4));
+        assert_eq!(text.eval(&[7], &st), st.lookup("70"));
+        let n = Expr::Unary(UnaryOp::ToNumber, Type::Symbol, Box::new(Expr::Var(0)));
+        assert_eq!(n.eval(&[st.intern(" -12x")], &st), Some((-12i32) as u32));
+        assert_eq!(n.eval(&[st.intern("x")], &st), None);
+    }
+
+    fn div0_free() -> Expr {
+        Expr::Neg(Type::Number, Box::new(Expr::Var(0)))
     }
 
     /// Every value here is what Soufflé 2.5 (32-bit) prints for the same operation.

@@ -9,7 +9,7 @@
 use crate::rules::names::Names;
 use dynalog_analysis::ir::eval_cmp;
 use dynalog_analysis::{
-    AggFunc, Aggregate, Expr, Literal, Program, RelId, Rule, Term, Type, Value,
+    AggFunc, Aggregate, Expr, Literal, Program, RelId, Rule, SymbolTable, Term, Type, Value,
 };
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -188,6 +188,11 @@ pub(crate) struct CompiledRule {
     /// straight from the facts (the entries operator applies the first step to each
     /// matching fact), not from a seed joined with an index of every matching fact.
     pub direct: bool,
+    /// The program's symbol table (shared), which string functors read and intern
+    /// into. Not sent to the other processes of a cluster: programs with string
+    /// functors run in one process ([`crate::config::create`] refuses them in a cluster).
+    #[serde(skip)]
+    pub symbols: SymbolTable,
 }
 
 /// Where a substitution goes after a step.
@@ -203,14 +208,17 @@ pub(crate) enum Next {
 impl CompiledRule {
     /// Apply the filters and assignments `ops` to `slots`; `false` if one fails.
     #[inline]
-    fn apply(ops: &[Literal], slots: &mut [u32]) -> bool {
+    fn apply(&self, ops: &[Literal], slots: &mut [u32]) -> bool {
+        let symbols = &self.symbols;
         for op in ops {
             match op {
-                Literal::Filter { op, ty, lhs, rhs } => match (lhs.eval(slots), rhs.eval(slots)) {
-                    (Some(l), Some(r)) if eval_cmp(*op, *ty, l, r) => {}
-                    _ => return false,
-                },
-                Literal::Assign { var, expr } => match expr.eval(slots) {
+                Literal::Filter { op, ty, lhs, rhs } => {
+                    match (lhs.eval(slots, symbols), rhs.eval(slots, symbols)) {
+                        (Some(l), Some(r)) if eval_cmp(*op, *ty, l, r) => {}
+                        _ => return false,
+                    }
+                }
+                Literal::Assign { var, expr } => match expr.eval(slots, symbols) {
                     Some(v) => slots[*var as usize] = v,
                     None => return false,
                 },
@@ -244,7 +252,7 @@ impl CompiledRule {
                 (&step.post[..], i + 1)
             }
         };
-        if !Self::apply(ops, slots) {
+        if !self.apply(ops, slots) {
             return Next::None;
         }
         out.fill(0);
@@ -267,7 +275,7 @@ impl CompiledRule {
             None => {
                 out[0] = self.head_rel;
                 for (k, e) in self.head.iter().enumerate() {
-                    match e.eval(slots) {
+                    match e.eval(slots, &self.symbols) {
                         Some(v) => out[k + 1] = v,
                         None => return Next::None,
                     }
@@ -314,15 +322,7 @@ pub(crate) fn levels(program: &Program) -> Vec<u32> {
 
 /// Variables an expression reads, as a bit mask.
 fn expr_vars(e: &Expr, mask: &mut u64) {
-    match e {
-        Expr::Var(v) => *mask |= bit(*v),
-        Expr::Const(_) => {}
-        Expr::Binary { lhs, rhs, .. } => {
-            expr_vars(lhs, mask);
-            expr_vars(rhs, mask);
-        }
-        Expr::Neg(_, e) | Expr::Unary(_, _, e) => expr_vars(e, mask),
-    }
+    e.for_each_var(&mut |v| *mask |= bit(v));
 }
 
 fn bit(v: u32) -> u64 {
@@ -520,6 +520,7 @@ impl Registry {
         rule: &Rule,
         level: u32,
         tag: Option<u32>,
+        symbols: &SymbolTable,
     ) -> Result<u32, String> {
         let canon = format!(
             "{level}|{tag:?}|{:?}|{:?}|{:?}",
@@ -529,6 +530,7 @@ impl Registry {
             return Ok(id);
         }
         let mut compiled = self.compile(rule, level)?;
+        compiled.symbols = symbols.clone();
         if let Some(tag) = tag {
             compiled.head_rel = tag;
         }
@@ -669,6 +671,7 @@ impl Registry {
             joins,
             patterns,
             direct,
+            symbols: SymbolTable::new(),
         })
     }
 }
@@ -794,7 +797,7 @@ pub(crate) fn explain(program: &Program) -> Result<String, String> {
     let mut registry = Registry::default();
     let mut blocks = Vec::new();
     for (i, (rule, &level)) in program.rules.iter().zip(&levels).enumerate() {
-        let id = registry.rule_id(rule, level, None)?;
+        let id = registry.rule_id(rule, level, None, &program.symbols)?;
         let rules = registry
             .shared
             .rules

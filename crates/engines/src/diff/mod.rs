@@ -279,6 +279,20 @@ pub struct Diff {
     committed: bool,
 }
 
+/// Refuse a program with string functors in a cluster: the symbols they make are
+/// interned in one process's table, and the processes' tables would disagree.
+fn no_strings_in_cluster(program: &Program) -> Result<(), String> {
+    match program.rules.iter().find(|r| r.uses_strings()) {
+        Some(rule) => Err(format!(
+            "string functors (`cat`, `strlen`, `substr`, `ord`, `to_string`, `contains`, \
+             `match`, conversions of symbols) need a single process (-n 1): each process has \
+             its own symbol table. In: {}",
+            rule.text
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Diff {
     /// [`Diff::new`] as one process of a cluster: every process runs the same program
     /// and stages the same changes in the same order; each base fact is fed by the one
@@ -376,6 +390,9 @@ impl Diff {
         cluster: Option<Cluster>,
         role: Role,
     ) -> Result<Diff, EngineError> {
+        if cluster.is_some() {
+            no_strings_in_cluster(&program).map_err(EngineError::Unsupported)?;
+        }
         let mut diff = Diff {
             program: Program {
                 aggregates: Vec::new(),
@@ -491,6 +508,9 @@ impl Diff {
     /// Why the running dataflow cannot take `program` without a rebuild, which a
     /// cluster led by this process cannot do.
     fn check_fits(&self, program: &Program) -> Result<(), String> {
+        if self.cluster.is_some() {
+            no_strings_in_cluster(program)?;
+        }
         let (Role::Leader, Some(rt)) = (self.role, &self.runtime) else {
             return Ok(());
         };
@@ -527,7 +547,9 @@ impl Diff {
         }
         for (rule, &level) in self.program.rules.iter().zip(&levels) {
             let tag = tags.get(&rule.head.relation).copied();
-            let id = self.registry.rule_id(rule, level, tag)?;
+            let id = self
+                .registry
+                .rule_id(rule, level, tag, &self.program.symbols)?;
             want.insert(id, level);
             if let Some(l) = rel_levels.get_mut(rule.head.relation as usize) {
                 *l = level;

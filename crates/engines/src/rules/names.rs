@@ -67,6 +67,16 @@ impl Names<'_> {
             Expr::Unary(op, ty, inner) => {
                 format!("{} {}", op.as_str(), self.expr(inner, Some(*ty)))
             }
+            Expr::Call(f, ty, args) => {
+                let args: Vec<String> = args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        self.expr(a, Some(dynalog_analysis::ir::call_arg_type(*f, *ty, i)))
+                    })
+                    .collect();
+                format!("{}({})", f.as_str(), args.join(", "))
+            }
         }
     }
 

@@ -10,7 +10,7 @@
 //! variables are all bound; wildcards are not part of the key).
 
 use super::names::Names;
-use dynalog_analysis::{CmpOp, Expr, Literal, Program, RelId, Rule, Term, Type};
+use dynalog_analysis::{CmpOp, Expr, Literal, Program, RelId, Rule, SymbolTable, Term, Type};
 use std::fmt;
 
 /// Where a key value comes from.
@@ -87,6 +87,8 @@ pub struct RulePlan {
     pub head: Vec<Expr>,
     /// Size of the slot array (at least one slot per variable the rule mentions).
     pub slots: usize,
+    /// The program's symbol table (shared), which string functors read and intern into.
+    pub symbols: SymbolTable,
 }
 
 impl RulePlan {
@@ -208,6 +210,7 @@ pub fn compile_rule(program: &Program, rule: &Rule, specs: &mut IndexSpecs) -> R
         head_rel: rule.head.relation,
         head,
         slots,
+        symbols: program.symbols.clone(),
     }
 }
 
@@ -258,12 +261,9 @@ fn access(
 pub(crate) fn slot_count(rule: &Rule) -> usize {
     use dynalog_analysis::Expr as E;
     fn expr_max(e: &E) -> usize {
-        match e {
-            E::Var(v) => *v as usize + 1,
-            E::Const(_) => 0,
-            E::Binary { lhs, rhs, .. } => expr_max(lhs).max(expr_max(rhs)),
-            E::Neg(_, inner) | E::Unary(_, _, inner) => expr_max(inner),
-        }
+        let mut max = 0;
+        e.for_each_var(&mut |v| max = max.max(v as usize + 1));
+        max
     }
     let term_max = |args: &[Term]| {
         args.iter()

@@ -145,14 +145,16 @@ impl<'a, S: Source<'a>> Runner<'_, '_, S> {
                 }
             }
             Op::Filter { cmp, ty, lhs, rhs } => {
-                if let (Some(a), Some(b)) = (lhs.eval(self.slots), rhs.eval(self.slots))
+                let symbols = &plan.symbols;
+                if let (Some(a), Some(b)) =
+                    (lhs.eval(self.slots, symbols), rhs.eval(self.slots, symbols))
                     && eval_cmp(*cmp, *ty, a, b)
                 {
                     self.step(pc + 1);
                 }
             }
             Op::Assign { var, expr } => {
-                if let Some(v) = expr.eval(self.slots) {
+                if let Some(v) = expr.eval(self.slots, &plan.symbols) {
                     self.slots[*var as usize] = v;
                     self.step(pc + 1);
                 }
@@ -180,7 +182,7 @@ impl<'a, S: Source<'a>> Runner<'_, '_, S> {
     fn emit(&mut self) {
         self.tuple.clear();
         for e in &self.plan.head {
-            match e.eval(self.slots) {
+            match e.eval(self.slots, &self.plan.symbols) {
                 Some(v) => self.tuple.push(v),
                 None => return,
             }
