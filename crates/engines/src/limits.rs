@@ -22,7 +22,9 @@ pub struct Limits {
     /// loop, round by round, which is the net change when a commit only adds or only
     /// removes, but counts a fact whose derivation moves to a later round (after a
     /// deletion) once more per move: it may refuse a commit that deletes with a net
-    /// change under the limit, never accept one over it.
+    /// change under the limit, never accept one over it. A rule change that makes it
+    /// rebuild its dataflow (rules wider than the dataflow was built for) is checked
+    /// against the exact net change once the new dataflow is done.
     ///
     /// The count includes the internal relations the analysis makes for aggregates,
     /// those an engine keeps (every engine but `diff` keeps an aggregate's input rows).

@@ -143,6 +143,41 @@ fn a_rule_over_the_limit_of_changes_is_refused_with_its_facts() {
 }
 
 #[test]
+fn a_rule_change_that_deletes_over_the_limit_is_refused() {
+    for name in dynalog_engines::ENGINE_NAMES {
+        let n = if *name == "chibi" { 80 } else { 200 };
+        let (mut e, p, mut base) = chain(name, TC, n);
+        e.set_limits(changes_limit(1000)).expect("limits");
+        // Without the recursive rule most paths go; the new rule's three atoms need a
+        // wider dataflow than the program had (the differential engine rebuilds it:
+        // the facts it deletes must count although the new dataflow never sees them).
+        let smaller = program(
+            ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\n\
+             path(x, y) :- edge(x, y).\n\
+             path(x, w) :- edge(x, y), edge(y, z), edge(z, w), x = 0.\n",
+        );
+        let before = snapshot(e.as_ref());
+        e.set_program(smaller.clone());
+        refused(
+            e.as_mut(),
+            &before,
+            p.rules.len(),
+            LimitExceeded::Changes(1000),
+            "deleting rule change",
+        );
+        goes_on(e.as_mut(), &p, &mut base, "after a deleting rule change");
+        e.set_limits(Limits::NONE).expect("no limits");
+        e.set_program(smaller.clone());
+        e.commit().expect("unlimited");
+        assert_eq!(
+            snapshot(e.as_ref()),
+            reference(&smaller, &base),
+            "{name}: unlimited"
+        );
+    }
+}
+
+#[test]
 fn a_long_commit_is_refused_by_the_time_limit_and_rolled_back() {
     // Without the recursive rule, loading is quick; adding it derives the closure of a
     // long chain (n²/2 facts), which takes far longer than the limit with every engine.

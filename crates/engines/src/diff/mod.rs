@@ -279,6 +279,28 @@ pub struct Diff {
     committed: bool,
 }
 
+/// The number of facts in one of `old` and `new` but not the other.
+fn net_change(old: &[FlatSet], new: &[FlatSet]) -> u64 {
+    let empty = FlatSet::new(0);
+    let gone: usize = old
+        .iter()
+        .enumerate()
+        .map(|(rel, o)| {
+            let n = new.get(rel).unwrap_or(&empty);
+            o.iter().filter(|t| !n.contains(t)).count()
+        })
+        .sum();
+    let added: usize = new
+        .iter()
+        .enumerate()
+        .map(|(rel, n)| {
+            let o = old.get(rel).unwrap_or(&empty);
+            n.iter().filter(|t| !o.contains(t)).count()
+        })
+        .sum();
+    (gone + added) as u64
+}
+
 /// Refuse a program with string functors in a cluster: the symbols they make are
 /// interned in one process's table, and the processes' tables would disagree.
 fn no_strings_in_cluster(program: &Program) -> Result<(), String> {
@@ -688,7 +710,20 @@ impl Diff {
             return Err("the differential engine has no workers".into());
         };
         let batch = Arc::new(batch);
-        let out = rt.commit(batch.clone())?;
+        let mut out = rt.commit(batch.clone())?;
+        // A rebuilt dataflow counted the facts of the new materialization, not the
+        // change from the old one (whose deletions it never saw): count that here.
+        let mut fresh = None;
+        if rebuild && out.aborted == 0 {
+            let sets = self.fresh_sets(&out.facts, &out.diffs, width)?;
+            if let Some(max) = limits.max_changes
+                && self.committed
+                && net_change(&self.mirror, &sets) > max
+            {
+                out.aborted = 1;
+            }
+            fresh = Some(sets);
+        }
         if out.aborted != 0 {
             // Put the base facts and the rules sent back as they were.
             if let Some(base) = saved_base {
@@ -718,7 +753,10 @@ impl Diff {
         }
         self.epoch += 1;
         self.rounds = out.rounds;
-        self.apply(out.facts, out.diffs, width, rebuild)?;
+        match fresh {
+            Some(sets) => self.replace_mirror(sets),
+            None => self.apply(out.facts, out.diffs, width)?,
+        }
         Ok(None)
     }
 
@@ -746,55 +784,62 @@ impl Diff {
         Ok(())
     }
 
-    /// Apply the workers' output to the mirror.
-    fn apply(
-        &mut self,
-        rows: Vec<u32>,
-        diffs: Vec<isize>,
+    /// The materialization a rebuilt dataflow produced (its whole output).
+    fn fresh_sets(
+        &self,
+        rows: &[u32],
+        diffs: &[isize],
         width: usize,
-        rebuild: bool,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<FlatSet>, String> {
+        let mut fresh: Vec<FlatSet> = self
+            .program
+            .relations
+            .iter()
+            .map(|r| FlatSet::new(r.arity()))
+            .collect();
+        for (i, &d) in diffs.iter().enumerate() {
+            let r = &rows[i * width..(i + 1) * width];
+            let rel = r[0] as usize;
+            let Some(set) = fresh.get_mut(rel) else {
+                return Err(format!("output of unknown relation {rel}"));
+            };
+            if d != 1 || !set.insert(&r[1..1 + set_arity(&self.program, rel)]) {
+                return Err(format!("inconsistent output count {d}"));
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// After a rebuild: the new materialization replaces the mirror; the changes are
+    /// the difference of the two.
+    fn replace_mirror(&mut self, fresh: Vec<FlatSet>) {
+        self.last_changes.clear();
+        if self.track {
+            let empty = FlatSet::new(0);
+            for (rel, old) in self.mirror.iter().enumerate() {
+                let new = fresh.get(rel).unwrap_or(&empty);
+                for t in old.iter().filter(|t| !new.contains(t)) {
+                    self.last_changes.push((rel as RelId, t.to_vec(), -1));
+                }
+            }
+            for (rel, new) in fresh.iter().enumerate() {
+                let old = self.mirror.get(rel).unwrap_or(&empty);
+                for t in new.iter().filter(|t| !old.contains(t)) {
+                    self.last_changes.push((rel as RelId, t.to_vec(), 1));
+                }
+            }
+        }
+        self.mirror = fresh;
+        self.finish_truncate();
+    }
+
+    /// Apply the workers' output (the changes of an incremental commit) to the mirror.
+    fn apply(&mut self, rows: Vec<u32>, diffs: Vec<isize>, width: usize) -> Result<(), String> {
         let row = |i: usize| &rows[i * width..(i + 1) * width];
         // Consolidated by the workers (see `runtime::Output`): one change per fact. A
         // fact changed twice would fail the checks below, never pass silently.
         let changes = diffs.iter().copied().enumerate();
         self.last_changes.clear();
-        if rebuild {
-            // The new dataflow produced the whole materialization: compare with the old.
-            let mut fresh: Vec<FlatSet> = self
-                .program
-                .relations
-                .iter()
-                .map(|r| FlatSet::new(r.arity()))
-                .collect();
-            for (i, d) in changes {
-                let r = row(i);
-                let rel = r[0] as usize;
-                let Some(set) = fresh.get_mut(rel) else {
-                    return Err(format!("output of unknown relation {rel}"));
-                };
-                if d != 1 || !set.insert(&r[1..1 + set_arity(&self.program, rel)]) {
-                    return Err(format!("inconsistent output count {d}"));
-                }
-            }
-            let empty = FlatSet::new(0);
-            for (rel, old) in self.mirror.iter().enumerate() {
-                let new = fresh.get(rel).unwrap_or(&empty);
-                for t in old.iter() {
-                    if self.track && !new.contains(t) {
-                        self.last_changes.push((rel as RelId, t.to_vec(), -1));
-                    }
-                }
-                for t in new.iter() {
-                    if self.track && !old.contains(t) {
-                        self.last_changes.push((rel as RelId, t.to_vec(), 1));
-                    }
-                }
-            }
-            self.mirror = fresh;
-            self.finish_truncate();
-            return Ok(());
-        }
         for (i, d) in changes {
             let r = row(i);
             let rel = r[0] as usize;
