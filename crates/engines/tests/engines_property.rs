@@ -110,6 +110,9 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                     "t(y, to_number(cat(s, \"0\"))) :- w(s, y), !match(\"[0-3]\", s).".into(),
                 );
                 pool.push("s(ord(s) * 0, y) :- w(s, y), s != \"2\".".into());
+                // Ranges with bounds from facts, one of them counting down.
+                pool.push("t(x, i) :- p(x, y), i = range(x, y).".into());
+                pool.push("s(i, j) :- e(x, _), i = range(0, x), j = range(i, 0, -1).".into());
             }
             pool
         })

@@ -346,6 +346,9 @@ pub enum Functor {
     Contains,
     /// `match(p, s)`: whether the regular expression `p` matches all of `s` (1 or 0).
     Match,
+    /// `range(from, to)`, `range(from, to, step)`: each value from `from` up to `to`
+    /// (excluded). Rewritten into rules by the analysis; never evaluated as a functor.
+    Range,
 }
 
 impl Functor {
@@ -358,6 +361,7 @@ impl Functor {
             Functor::ToString => "to_string",
             Functor::Contains => "contains",
             Functor::Match => "match",
+            Functor::Range => "range",
         }
     }
 
@@ -370,6 +374,7 @@ impl Functor {
             "to_string" => Functor::ToString,
             "contains" => Functor::Contains,
             "match" => Functor::Match,
+            "range" => Functor::Range,
             _ => return None,
         })
     }
@@ -386,6 +391,7 @@ impl Functor {
             Functor::Strlen | Functor::Ord | Functor::ToString => (1, 1),
             Functor::Substr => (3, 3),
             Functor::Contains | Functor::Match => (2, 2),
+            Functor::Range => (2, 3),
         }
     }
 }

@@ -1202,6 +1202,10 @@ impl<'a> Parser<'a> {
             let usage = match f {
                 Functor::Cat => "`cat(a, b, ...)` takes at least one argument".to_string(),
                 Functor::Substr => "`substr(s, i, n)` takes three arguments".to_string(),
+                Functor::Range => {
+                    "`range(from, to)` or `range(from, to, step)` takes two or three arguments"
+                        .to_string()
+                }
                 Functor::Contains | Functor::Match => {
                     format!("`{}(a, b)` takes two arguments", f.as_str())
                 }
@@ -2590,10 +2594,10 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         assert_err_starts("c(n) :- n = count { a(x) }.", 1, 19, "expected `:` before");
         assert_err_starts("c(n) :- n = count : { a(x).", 1, 27, "expected `}`");
         assert_err(
-            "c(x) :- a(y), x = range(y, 3).",
+            "c(x) :- a(y), x = range(y).",
             1,
             19,
-            "the `range` functor is not supported",
+            "`range(from, to)` or `range(from, to, step)` takes two or three arguments",
         );
         assert_err(
             "c(x) :- a(y), x = substr(y, 1).",

@@ -201,7 +201,7 @@ fn atom(relation: &str, args: Vec<Expr>, span: Span) -> ast::Atom {
 }
 
 /// FNV-1a, 64 bits: a stable hash (the same in every run and version) for names.
-fn stable_hash(text: &str) -> u64 {
+pub(super) fn stable_hash(text: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= b as u64;
@@ -585,7 +585,7 @@ impl Checker<'_> {
     }
 
     /// Declare an internal relation of `arity` columns (its types set by the caller).
-    fn internal_relation(&mut self, name: &str, arity: usize, span: Span) -> ir::RelId {
+    pub(super) fn internal_relation(&mut self, name: &str, arity: usize, span: Span) -> ir::RelId {
         let id = self.relations.len() as ir::RelId;
         self.relations.push(Relation {
             name: name.to_string(),

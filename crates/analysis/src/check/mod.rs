@@ -26,6 +26,7 @@ mod floats;
 mod grounding;
 mod limits;
 mod order;
+mod ranges;
 mod resolve;
 mod strata;
 mod types;
@@ -79,7 +80,43 @@ pub fn analyse_with(
     let mut expanded = aggregates::Expanded::default();
     for (i, item) in program.items.iter().enumerate() {
         if let ast::Item::Rule(rule) = item {
-            if aggregates::has_aggregate(rule) {
+            if ranges::has_range(rule) {
+                // The rule's own text, for listings (as for aggregates, below).
+                let text = if program
+                    .items
+                    .iter()
+                    .filter(|o| o.span() == item.span())
+                    .nth(1)
+                    .is_some()
+                {
+                    rule.text_of_parts(&file.text)
+                } else {
+                    file.slice(rule.span).to_string()
+                };
+                let parts = cx.expand_ranges(rule)?;
+                let main = parts.len() - 1;
+                for (k, part) in parts.iter().enumerate() {
+                    // The need and range rules are listed as what they come from.
+                    let own = if k == main {
+                        text.clone()
+                    } else {
+                        format!(
+                            "{}(..) :- {}",
+                            part.head.relation.name,
+                            file.slice(part.span)
+                        )
+                    };
+                    if aggregates::has_aggregate(part) {
+                        cx.rule_with_aggregates(part, &own, &mut expanded)?;
+                    } else if part.body.is_empty() {
+                        facts.push(cx.fact(part)?);
+                    } else {
+                        let mut checked = cx.rule(part)?;
+                        checked.text = own;
+                        rules.push(checked);
+                    }
+                }
+            } else if aggregates::has_aggregate(rule) {
                 let text = if program
                     .items
                     .iter()

@@ -776,6 +776,79 @@ fn string_functors_are_typed() {
 }
 
 #[test]
+fn ranges_become_rules() {
+    let decls = ".decl n(x: number)\n.decl r(x: number, i: number)\n.decl f(x: float)\n";
+    let p = check(&format!(
+        "{decls}r(x, i) :- n(x), i = range(0, x).\nf(range(0.5, 2.0, 0.5)).\n"
+    ))
+    .expect("checks");
+    // Per range a need relation and a range relation, at the range's type.
+    let internal: Vec<(&str, &[Type])> = p
+        .relations
+        .iter()
+        .filter(|r| r.is_internal())
+        .map(|r| (r.name.as_str(), &r.types[..]))
+        .collect();
+    assert_eq!(internal.len(), 4, "{internal:?}");
+    assert!(
+        internal
+            .iter()
+            .any(|(n, t)| n.ends_with("_need") && *t == [Type::Float; 3])
+    );
+    assert!(
+        internal
+            .iter()
+            .any(|(n, t)| !n.ends_with("_need") && *t == [Type::Number; 3])
+    );
+    // The rule reads the range relation in place of the range.
+    let rule = p
+        .rules
+        .iter()
+        .find(|r| r.text.starts_with("r(x, i)"))
+        .expect("the rule");
+    assert!(
+        rule.display(&p).to_string().contains("@range_"),
+        "{}",
+        rule.display(&p)
+    );
+    // A range with constant bounds needs no rule: its need is a fact.
+    assert!(
+        p.facts
+            .iter()
+            .any(|(rel, _)| p.relation(*rel).name.ends_with("_need"))
+    );
+}
+
+#[test]
+fn error_ranges() {
+    let decls = ".decl n(x: number)\n.decl r(x: number, i: number)\n";
+    check_err(
+        &format!("{decls}r(x, i) :- i = range(0, x), n(i).\n"),
+        3,
+        25,
+        "variable `x` is not grounded: the bounds of a `range` must be bound by the rest of the body",
+    );
+    check_err(
+        &format!("{decls}r(x, i) :- n(x), i = range(0, range(1, x)).\n"),
+        3,
+        31,
+        "a `range` cannot take its bounds from another `range`",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- n(x), n = count : {{ r(x, range(0, 3)) }}.\n"),
+        3,
+        22,
+        "`range` inside an aggregate is not supported: bind its value outside the aggregate",
+    );
+    check_err(
+        &format!("{decls}r(x, i) :- n(x), i = range(0, j), j = range(0, x).\n"),
+        3,
+        31,
+        "variable `j` is not grounded: the bounds of a `range` must be bound by the rest of the body",
+    );
+}
+
+#[test]
 fn error_string_functors() {
     let decls = ".decl a(x: number)\n.decl s(x: symbol)\n";
     check_err(

@@ -50,6 +50,8 @@ pub fn eval_call(f: Functor, ty: Type, args: &[Value], symbols: &SymbolTable) ->
         }
         Functor::Contains => bool01(text(1)?.contains(&*text(0)?)),
         Functor::Match => bool01(matches(&text(0)?, &text(1)?)),
+        // Rewritten into rules by the analysis (module `check::ranges`).
+        Functor::Range => None,
     }
 }
 
@@ -67,6 +69,8 @@ pub fn call_type(f: Functor) -> Type {
     match f {
         Functor::Cat | Functor::Substr | Functor::ToString => Type::Symbol,
         Functor::Strlen | Functor::Ord | Functor::Contains | Functor::Match => Type::Number,
+        // Never lowered (module `check::ranges` rewrites it).
+        Functor::Range => Type::Number,
     }
 }
 

@@ -1,0 +1,490 @@
+//! `range(from, to)` and `range(from, to, step)`, rewritten into plain rules before the
+//! other passes see a rule, so that every engine maintains them incrementally with no
+//! operation of its own.
+//!
+//! As in Soufflé, `range` stands for each value from `from` up to (not including) `to`
+//! by `step` (by 1, or by -1 when `from > to`, without one); a rule with a range fires
+//! once per value. Take `r(x, i) :- n(x), i = range(0, x).` Its range becomes:
+//!
+//! * a **need** relation of the bounds the rest of the body asks for, made by the rule
+//!   `@range_…_need(0, x) :- n(x).` (a fact when the body has nothing else);
+//! * a **range** relation `@range_…(from, to, i)` holding every value of every needed
+//!   range, made by a start rule and a step rule:
+//!   `@range_…(f, t, f) :- @range_…_need(f, t), f != t.`,
+//!   `@range_…(f, t, j) :- @range_…(f, t, i), f < t, j = i + 1, j < t.` (and `- 1`,
+//!   `>` counting down); with a step, its sign decides, and the step rule also requires
+//!   `j` to move (`j > i`), so that neither wrapping integers nor float rounding can
+//!   loop; a step of 0 gives `from` alone, as in Soufflé;
+//! * and in the rule, the atom `@range_…(0, x, i)` in place of the range.
+//!
+//! The bounds must be bound by the rest of the body (not by another range's value, nor
+//! inside an aggregate: both are located errors). The relations' columns are of the
+//! range's type: that of its arguments (a float or unsigned literal, or a variable the
+//! rest of the body types), else that of the place its value goes (a head column, an
+//! atom's column, directly or through `v = range(..)`), else `number`. They are named
+//! after a hash of the need rule, so the same range written twice is one pair of
+//! relations and an edited program keeps the names of the ranges it keeps.
+
+use super::Checker;
+use super::types::infer_type;
+use crate::value::Type;
+use dynalog_syntax::ast::{self, ArithOp, Expr, Functor, Ident, Literal, Number};
+use dynalog_syntax::{CmpOp, Diagnostic, Span};
+use std::collections::{HashMap, HashSet};
+
+/// Whether a rule has a `range` anywhere (aggregate bodies included).
+pub(super) fn has_range(rule: &ast::Rule) -> bool {
+    let mut found = false;
+    let mut visit = |e: &Expr| found |= contains_range(e, true);
+    rule.head.args.iter().for_each(&mut visit);
+    for lit in &rule.body {
+        match lit {
+            Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter().for_each(&mut visit),
+            Literal::Compare { lhs, rhs, .. } => {
+                visit(lhs);
+                visit(rhs);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `e` has a `range` (inside aggregates too if `deep`).
+fn contains_range(e: &Expr, deep: bool) -> bool {
+    match e {
+        Expr::Call(Functor::Range, ..) => true,
+        Expr::Call(_, args, _) => args.iter().any(|a| contains_range(a, deep)),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => contains_range(i, deep),
+        Expr::Binary { lhs, rhs, .. } => contains_range(lhs, deep) || contains_range(rhs, deep),
+        Expr::Aggregate(a) if deep => {
+            a.target.as_ref().is_some_and(|t| contains_range(t, deep))
+                || a.body.iter().any(|l| match l {
+                    Literal::Positive(at) | Literal::Negative(at, _) => {
+                        at.args.iter().any(|x| contains_range(x, deep))
+                    }
+                    Literal::Compare { lhs, rhs, .. } => {
+                        contains_range(lhs, deep) || contains_range(rhs, deep)
+                    }
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The first `range` inside an aggregate of `e`, if any.
+fn range_in_aggregate(e: &Expr) -> Option<Span> {
+    match e {
+        Expr::Aggregate(a) => {
+            let whole = Expr::Aggregate(a.clone());
+            contains_range(&whole, true).then_some(a.span)
+        }
+        Expr::Call(_, args, _) => args.iter().find_map(range_in_aggregate),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => range_in_aggregate(i),
+        Expr::Binary { lhs, rhs, .. } => {
+            range_in_aggregate(lhs).or_else(|| range_in_aggregate(rhs))
+        }
+        _ => None,
+    }
+}
+
+/// A range taken out of a rule: its fresh variable, arguments and span.
+struct Taken {
+    var: String,
+    args: Vec<Expr>,
+    span: Span,
+}
+
+/// Replace every `range(..)` of `e` (outside aggregates) by a fresh variable.
+fn take_ranges(
+    e: &mut Expr,
+    found: &mut Vec<Taken>,
+    counter: &mut usize,
+    file: &dynalog_syntax::SourceFile,
+) -> Result<(), Diagnostic> {
+    match e {
+        Expr::Call(Functor::Range, args, span) => {
+            if let Some(inner) = args.iter().find(|a| contains_range(a, true)) {
+                return Err(super::err(
+                    file,
+                    inner.span(),
+                    "a `range` cannot take its bounds from another `range`",
+                ));
+            }
+            let name = format!("@r{}", *counter);
+            *counter += 1;
+            found.push(Taken {
+                var: name.clone(),
+                args: std::mem::take(args),
+                span: *span,
+            });
+            *e = var(&name, *span);
+        }
+        Expr::Call(_, args, _) => {
+            for a in args {
+                take_ranges(a, found, counter, file)?;
+            }
+        }
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => take_ranges(i, found, counter, file)?,
+        Expr::Binary { lhs, rhs, .. } => {
+            take_ranges(lhs, found, counter, file)?;
+            take_ranges(rhs, found, counter, file)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn var(name: &str, span: Span) -> Expr {
+    Expr::Var(Ident {
+        name: name.to_string(),
+        span,
+    })
+}
+
+fn atom(relation: &str, args: Vec<Expr>, span: Span) -> ast::Atom {
+    ast::Atom {
+        relation: Ident {
+            name: relation.to_string(),
+            span,
+        },
+        args,
+        span,
+    }
+}
+
+fn cmp(op: CmpOp, lhs: Expr, rhs: Expr, span: Span) -> Literal {
+    Literal::Compare { op, lhs, rhs, span }
+}
+
+fn bin(op: ArithOp, lhs: Expr, rhs: Expr, span: Span) -> Expr {
+    Expr::Binary {
+        op,
+        lhs: Box::new(lhs),
+        rhs: Box::new(rhs),
+        span,
+    }
+}
+
+/// The variables of an expression (outside aggregates).
+fn expr_vars(e: &Expr, out: &mut Vec<String>) {
+    super::visit_vars(e, &mut |v| out.push(v.name.clone()));
+}
+
+/// The variables of a literal.
+fn literal_vars(l: &Literal) -> Vec<String> {
+    let mut out = Vec::new();
+    match l {
+        Literal::Positive(a) | Literal::Negative(a, _) => {
+            a.args.iter().for_each(|e| expr_vars(e, &mut out))
+        }
+        Literal::Compare { lhs, rhs, .. } => {
+            expr_vars(lhs, &mut out);
+            expr_vars(rhs, &mut out);
+        }
+    }
+    out
+}
+
+/// The variables `body` binds: those of its positive atoms, then those equated to an
+/// expression of bound ones, to a fixpoint.
+fn grounded_by(body: &[Literal]) -> HashSet<String> {
+    let mut bound: HashSet<String> = HashSet::new();
+    for l in body {
+        if let Literal::Positive(a) = l {
+            for e in &a.args {
+                if let Expr::Var(v) = e {
+                    bound.insert(v.name.clone());
+                }
+            }
+        }
+    }
+    loop {
+        let before = bound.len();
+        for l in body {
+            if let Literal::Compare {
+                op: CmpOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } = l
+            {
+                for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                    if let Expr::Var(v) = a {
+                        let mut vs = Vec::new();
+                        expr_vars(b, &mut vs);
+                        if vs.iter().all(|x| bound.contains(x)) {
+                            bound.insert(v.name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        if bound.len() == before {
+            return bound;
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// The rules a rule with ranges stands for: per range its need and range rules,
+    /// then the rule itself reading the range relations. Each is checked as a rule of
+    /// its own by the caller (the need rule may be a fact).
+    pub(super) fn expand_ranges(&mut self, rule: &ast::Rule) -> Result<Vec<ast::Rule>, Diagnostic> {
+        let mut rule = rule.clone();
+        let mut found = Vec::new();
+        let mut counter = self.agg_vars;
+        let file = self.file;
+        let check_aggregates = |e: &Expr| match range_in_aggregate(e) {
+            Some(span) => Err(super::err(
+                file,
+                span,
+                "`range` inside an aggregate is not supported: bind its value outside the \
+                 aggregate",
+            )),
+            None => Ok(()),
+        };
+        for arg in &mut rule.head.args {
+            check_aggregates(arg)?;
+            take_ranges(arg, &mut found, &mut counter, file)?;
+        }
+        for lit in &mut rule.body {
+            match lit {
+                Literal::Positive(a) | Literal::Negative(a, _) => {
+                    for arg in &mut a.args {
+                        check_aggregates(arg)?;
+                        take_ranges(arg, &mut found, &mut counter, file)?;
+                    }
+                }
+                Literal::Compare { lhs, rhs, .. } => {
+                    for side in [lhs, rhs] {
+                        check_aggregates(side)?;
+                        take_ranges(side, &mut found, &mut counter, file)?;
+                    }
+                }
+            }
+        }
+        self.agg_vars = counter;
+        let fresh: HashSet<String> = found.iter().map(|t| t.var.clone()).collect();
+        // What binds a range's bounds: the literals of the rest of the body that read no
+        // range's value but those of the ranges before it, and those ranges' atoms
+        // (`i = range(0, x), j = range(i, x)` counts `j` from each `i`).
+        let written = rule.body.clone();
+        let mut taken = vec![false; written.len()];
+        let mut context: Vec<Literal> = Vec::new();
+        let mut done: HashSet<String> = HashSet::new();
+        let mut out = Vec::new();
+        for t in &found {
+            for (k, l) in written.iter().enumerate() {
+                if !taken[k]
+                    && literal_vars(l)
+                        .iter()
+                        .all(|v| !fresh.contains(v) || done.contains(v))
+                {
+                    taken[k] = true;
+                    context.push(l.clone());
+                }
+            }
+            let bound = grounded_by(&context);
+            let var_type = self.context_types(&context)?;
+            if !(2..=3).contains(&t.args.len()) {
+                return Err(self.err(
+                    t.span,
+                    "`range(from, to)` or `range(from, to, step)` takes two or three arguments",
+                ));
+            }
+            for a in &t.args {
+                let mut vs = Vec::new();
+                expr_vars(a, &mut vs);
+                if let Some(v) = vs.iter().find(|v| !bound.contains(*v)) {
+                    let msg = if fresh.contains(v) {
+                        "a `range` cannot take its bounds from a `range` after it".to_string()
+                    } else {
+                        format!(
+                            "variable `{v}` is not grounded: the bounds of a `range` must be \
+                             bound by the rest of the body"
+                        )
+                    };
+                    return Err(self.err(a.span(), msg));
+                }
+            }
+            let ty = self.range_type(t, &rule, &var_type);
+            let (base, rules) = self.range_rules(t, &context, ty)?;
+            out.extend(rules);
+            let mut args = t.args.clone();
+            args.push(var(&t.var, t.span));
+            let range_atom = Literal::Positive(atom(&base, args, t.span));
+            context.push(range_atom.clone());
+            rule.body.push(range_atom);
+            done.insert(t.var.clone());
+        }
+        out.push(rule);
+        Ok(out)
+    }
+
+    /// The types the context's atoms give its variables (by first occurrence).
+    fn context_types(&self, context: &[Literal]) -> Result<HashMap<String, Type>, Diagnostic> {
+        let mut types = HashMap::new();
+        for l in context {
+            if let Literal::Positive(a) = l {
+                let rel = self.lookup(&a.relation)?;
+                let rel = &self.relations[rel as usize];
+                for (e, &ty) in a.args.iter().zip(&rel.types) {
+                    if let Expr::Var(v) = e {
+                        types.entry(v.name.clone()).or_insert(ty);
+                    }
+                }
+            }
+        }
+        Ok(types)
+    }
+
+    /// The type of a range: its arguments', else its value's place's, else `number`.
+    fn range_type(&self, t: &Taken, rule: &ast::Rule, vars: &HashMap<String, Type>) -> Type {
+        let of_var = |v: &Ident| vars.get(&v.name).copied();
+        if let Some(ty) = t.args.iter().find_map(|a| infer_type(a, &of_var)) {
+            return ty;
+        }
+        // The names its value goes by: its variable, and `v` of `v = range(..)`.
+        let mut names: HashSet<&str> = HashSet::from([t.var.as_str()]);
+        for l in &rule.body {
+            if let Literal::Compare {
+                op: CmpOp::Eq,
+                lhs: Expr::Var(a),
+                rhs: Expr::Var(b),
+                ..
+            } = l
+            {
+                if a.name == t.var {
+                    names.insert(&b.name);
+                } else if b.name == t.var {
+                    names.insert(&a.name);
+                }
+            }
+        }
+        let column = |a: &ast::Atom| -> Option<Type> {
+            let rel = self.by_name.get(&a.relation.name)?;
+            let rel = &self.relations[*rel as usize];
+            a.args.iter().zip(&rel.types).find_map(|(e, &ty)| {
+                matches!(e, Expr::Var(v) if names.contains(v.name.as_str())).then_some(ty)
+            })
+        };
+        column(&rule.head)
+            .or_else(|| {
+                rule.body.iter().find_map(|l| match l {
+                    Literal::Positive(a) => column(a),
+                    _ => None,
+                })
+            })
+            .unwrap_or(Type::Number)
+    }
+
+    /// The need and range rules of `t` at type `ty`, and the range relation's name.
+    fn range_rules(
+        &mut self,
+        t: &Taken,
+        context: &[Literal],
+        ty: Type,
+    ) -> Result<(String, Vec<ast::Rule>), Diagnostic> {
+        let span = t.span;
+        let stepped = t.args.len() == 3;
+        let need_rule = ast::Rule {
+            head: atom("@need", t.args.clone(), span),
+            body: context.to_vec(),
+            style: ast::Style::Souffle,
+            span,
+        };
+        let key = format!("range {} {}", ty.name(), need_rule.canonical());
+        let base = format!("@range_{:016x}", super::aggregates::stable_hash(&key));
+        let need = format!("{base}_need");
+        let arity = t.args.len();
+        for (name, n) in [(&need, arity), (&base, arity + 1)] {
+            if !self.by_name.contains_key(name.as_str()) {
+                let id = self.internal_relation(name, n, span);
+                self.relations[id as usize].types = vec![ty; n];
+            }
+        }
+        let num = |n: i32| {
+            Expr::Num(
+                match ty {
+                    Type::Float => Number::Float(f64::from(n)),
+                    Type::Unsigned => Number::Unsigned(n.unsigned_abs().into()),
+                    _ => Number::Int(n.into()),
+                },
+                span,
+            )
+        };
+        let v = |n: &str| var(n, span);
+        let bounds: Vec<Expr> = ["@from", "@to", "@step"][..arity]
+            .iter()
+            .map(|n| v(n))
+            .collect();
+        let with = |extra: &[&str]| {
+            let mut args = bounds.clone();
+            args.extend(extra.iter().map(|n| v(n)));
+            args
+        };
+        let rule = |head: Vec<Expr>, body: Vec<Literal>| ast::Rule {
+            head: atom(&base, head, span),
+            body,
+            style: ast::Style::Souffle,
+            span,
+        };
+        let range_atom = Literal::Positive(atom(&base, with(&["@i"]), span));
+        let need_atom = Literal::Positive(atom(&need, bounds.clone(), span));
+        let next =
+            |op: ArithOp, by: Expr| cmp(CmpOp::Eq, v("@j"), bin(op, v("@i"), by, span), span);
+        let mut rules = vec![ast::Rule {
+            head: atom(&need, t.args.clone(), span),
+            ..need_rule
+        }];
+        if stepped {
+            let zero = || num(0);
+            for (dir, sign) in [(CmpOp::Lt, CmpOp::Gt), (CmpOp::Gt, CmpOp::Lt)] {
+                rules.push(rule(
+                    with(&["@from"]),
+                    vec![
+                        need_atom.clone(),
+                        cmp(dir, v("@from"), v("@to"), span),
+                        cmp(sign, v("@step"), zero(), span),
+                    ],
+                ));
+                rules.push(rule(
+                    with(&["@j"]),
+                    vec![
+                        range_atom.clone(),
+                        cmp(sign, v("@step"), zero(), span),
+                        next(ArithOp::Add, v("@step")),
+                        cmp(dir, v("@j"), v("@to"), span),
+                        cmp(sign, v("@j"), v("@i"), span),
+                    ],
+                ));
+            }
+            // A step of 0: the start alone.
+            rules.push(rule(
+                with(&["@from"]),
+                vec![
+                    need_atom,
+                    cmp(CmpOp::Ne, v("@from"), v("@to"), span),
+                    cmp(CmpOp::Eq, v("@step"), zero(), span),
+                ],
+            ));
+        } else {
+            rules.push(rule(
+                with(&["@from"]),
+                vec![need_atom, cmp(CmpOp::Ne, v("@from"), v("@to"), span)],
+            ));
+            for (dir, op) in [(CmpOp::Lt, ArithOp::Add), (CmpOp::Gt, ArithOp::Sub)] {
+                rules.push(rule(
+                    with(&["@j"]),
+                    vec![
+                        range_atom.clone(),
+                        cmp(dir, v("@from"), v("@to"), span),
+                        next(op, num(1)),
+                        cmp(dir, v("@j"), v("@to"), span),
+                    ],
+                ));
+            }
+        }
+        Ok((base, rules))
+    }
+}
