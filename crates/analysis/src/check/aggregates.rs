@@ -142,7 +142,7 @@ fn take_aggregates(e: &mut Expr, found: &mut Vec<(String, Aggregate)>, counter: 
 /// The variables a body binds by itself: those of its positive atoms, those
 /// assigned from bound ones (`v = e`, either way round), to a fixpoint; `extra` counts
 /// as bound.
-fn grounded_by(body: &[Literal], extra: &HashSet<String>) -> HashSet<String> {
+pub(super) fn grounded_by(body: &[Literal], extra: &HashSet<String>) -> HashSet<String> {
     let mut bound: HashSet<String> = extra.clone();
     for lit in body {
         if let Literal::Positive(a) = lit {
@@ -182,14 +182,14 @@ fn grounded_by(body: &[Literal], extra: &HashSet<String>) -> HashSet<String> {
     }
 }
 
-fn var(name: &str, span: Span) -> Expr {
+pub(super) fn var(name: &str, span: Span) -> Expr {
     Expr::Var(Ident {
         name: name.to_string(),
         span,
     })
 }
 
-fn atom(relation: &str, args: Vec<Expr>, span: Span) -> ast::Atom {
+pub(super) fn atom(relation: &str, args: Vec<Expr>, span: Span) -> ast::Atom {
     ast::Atom {
         relation: Ident {
             name: relation.to_string(),

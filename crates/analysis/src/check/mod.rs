@@ -80,9 +80,10 @@ pub fn analyse_with(
     let mut expanded = aggregates::Expanded::default();
     for (i, item) in program.items.iter().enumerate() {
         if let ast::Item::Rule(rule) = item {
-            if ranges::has_range(rule) {
-                // The rule's own text, for listings (as for aggregates, below).
-                let text = if program
+            // A rule with ranges or aggregates is listed as written: one of the rules a
+            // written rule with several heads or disjuncts stands for by its own text.
+            let written_text = || {
+                if program
                     .items
                     .iter()
                     .filter(|o| o.span() == item.span())
@@ -92,7 +93,10 @@ pub fn analyse_with(
                     rule.text_of_parts(&file.text)
                 } else {
                     file.slice(rule.span).to_string()
-                };
+                }
+            };
+            if ranges::has_range(rule) {
+                let text = written_text();
                 let parts = cx.expand_ranges(rule)?;
                 let main = parts.len() - 1;
                 for (k, part) in parts.iter().enumerate() {
@@ -117,17 +121,7 @@ pub fn analyse_with(
                     }
                 }
             } else if aggregates::has_aggregate(rule) {
-                let text = if program
-                    .items
-                    .iter()
-                    .filter(|o| o.span() == item.span())
-                    .nth(1)
-                    .is_some()
-                {
-                    rule.text_of_parts(&file.text)
-                } else {
-                    file.slice(rule.span).to_string()
-                };
+                let text = written_text();
                 cx.rule_with_aggregates(rule, &text, &mut expanded)?;
             } else if rule.body.is_empty() {
                 facts.push(cx.fact(rule)?);

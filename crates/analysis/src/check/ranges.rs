@@ -26,6 +26,7 @@
 //! relations and an edited program keeps the names of the ranges it keeps.
 
 use super::Checker;
+use super::aggregates::{atom, grounded_by, var};
 use super::types::infer_type;
 use crate::value::Type;
 use dynalog_syntax::ast::{self, ArithOp, Expr, Functor, Ident, Literal, Number};
@@ -134,24 +135,6 @@ fn take_ranges(
     Ok(())
 }
 
-fn var(name: &str, span: Span) -> Expr {
-    Expr::Var(Ident {
-        name: name.to_string(),
-        span,
-    })
-}
-
-fn atom(relation: &str, args: Vec<Expr>, span: Span) -> ast::Atom {
-    ast::Atom {
-        relation: Ident {
-            name: relation.to_string(),
-            span,
-        },
-        args,
-        span,
-    }
-}
-
 fn cmp(op: CmpOp, lhs: Expr, rhs: Expr, span: Span) -> Literal {
     Literal::Compare { op, lhs, rhs, span }
 }
@@ -183,46 +166,6 @@ fn literal_vars(l: &Literal) -> Vec<String> {
         }
     }
     out
-}
-
-/// The variables `body` binds: those of its positive atoms, then those equated to an
-/// expression of bound ones, to a fixpoint.
-fn grounded_by(body: &[Literal]) -> HashSet<String> {
-    let mut bound: HashSet<String> = HashSet::new();
-    for l in body {
-        if let Literal::Positive(a) = l {
-            for e in &a.args {
-                if let Expr::Var(v) = e {
-                    bound.insert(v.name.clone());
-                }
-            }
-        }
-    }
-    loop {
-        let before = bound.len();
-        for l in body {
-            if let Literal::Compare {
-                op: CmpOp::Eq,
-                lhs,
-                rhs,
-                ..
-            } = l
-            {
-                for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                    if let Expr::Var(v) = a {
-                        let mut vs = Vec::new();
-                        expr_vars(b, &mut vs);
-                        if vs.iter().all(|x| bound.contains(x)) {
-                            bound.insert(v.name.clone());
-                        }
-                    }
-                }
-            }
-        }
-        if bound.len() == before {
-            return bound;
-        }
-    }
 }
 
 impl Checker<'_> {
@@ -284,7 +227,7 @@ impl Checker<'_> {
                     context.push(l.clone());
                 }
             }
-            let bound = grounded_by(&context);
+            let bound = grounded_by(&context, &HashSet::new());
             let var_type = self.context_types(&context)?;
             if !(2..=3).contains(&t.args.len()) {
                 return Err(self.err(

@@ -835,6 +835,12 @@ fn error_ranges() {
         "a `range` cannot take its bounds from another `range`",
     );
     check_err(
+        &format!("{decls}r(x, range(0.5, 2.0)) :- n(x).\n"),
+        3,
+        6,
+        "type mismatch: this range's value is a float, but column 2 of `r` needs a number",
+    );
+    check_err(
         &format!("{decls}r(x, n) :- n(x), n = count : {{ r(x, range(0, 3)) }}.\n"),
         3,
         22,

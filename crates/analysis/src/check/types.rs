@@ -242,6 +242,9 @@ impl Checker<'_> {
                             // The fresh variable of an aggregate (module `aggregates`).
                             if v.name.starts_with("@a") {
                                 "this aggregate's result".to_string()
+                            } else if v.name.starts_with("@r") {
+                                // The fresh variable of a range (module `ranges`).
+                                "this range's value".to_string()
                             } else {
                                 format!("variable `{}`", v.name)
                             },

@@ -281,24 +281,18 @@ pub struct Diff {
 
 /// The number of facts in one of `old` and `new` but not the other.
 fn net_change(old: &[FlatSet], new: &[FlatSet]) -> u64 {
-    let empty = FlatSet::new(0);
-    let gone: usize = old
-        .iter()
-        .enumerate()
-        .map(|(rel, o)| {
-            let n = new.get(rel).unwrap_or(&empty);
-            o.iter().filter(|t| !n.contains(t)).count()
-        })
-        .sum();
-    let added: usize = new
-        .iter()
-        .enumerate()
-        .map(|(rel, n)| {
-            let o = old.get(rel).unwrap_or(&empty);
-            n.iter().filter(|t| !o.contains(t)).count()
-        })
-        .sum();
-    (gone + added) as u64
+    // The facts of `a` that `b` lacks, over all relations.
+    let missing = |a: &[FlatSet], b: &[FlatSet]| -> usize {
+        let empty = FlatSet::new(0);
+        a.iter()
+            .enumerate()
+            .map(|(rel, set)| {
+                let other = b.get(rel).unwrap_or(&empty);
+                set.iter().filter(|t| !other.contains(t)).count()
+            })
+            .sum()
+    };
+    (missing(old, new) + missing(new, old)) as u64
 }
 
 /// Refuse a program with string functors in a cluster: the symbols they make are
