@@ -215,9 +215,9 @@ pub fn read_facts(
         let line = std::str::from_utf8(&line)
             .map_err(|_| Diagnostic::line(name, lineno, 1, "the line is not valid UTF-8"))?;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() && rel.arity() != 0 {
-            continue;
-        }
+        // As in Soufflé, an empty line is one empty field: the empty symbol for a
+        // relation of one symbol column, an error for any other (a number cannot be
+        // empty, and columns are missing).
         tuple.clear();
         if rel.arity() == 0 {
             tuples.push(&tuple);
@@ -601,7 +601,7 @@ mod tests {
         let r = rel(vec![Type::Number, Type::Symbol]);
         let mut st = SymbolTable::new();
         let t = read_facts(
-            "1\ta b\n-2\tc\r\n\n".as_bytes(),
+            "1\ta b\n-2\tc\r\n".as_bytes(),
             "f",
             &r,
             '\t',
@@ -614,6 +614,23 @@ mod tests {
         assert_eq!(rows[0][0], 1);
         assert_eq!(&*st.resolve(rows[0][1]), "a b");
         assert_eq!(rows[1][0] as i32, -2);
+    }
+
+    #[test]
+    fn an_empty_line_is_one_empty_field_as_in_souffle() {
+        let mut st = SymbolTable::new();
+        let one = rel(vec![Type::Symbol]);
+        let t = read_facts("a\n\nb\n".as_bytes(), "s", &one, '\t', false, &mut st).unwrap();
+        let texts: Vec<String> = t.iter().map(|r| st.resolve(r[0]).to_string()).collect();
+        assert_eq!(texts, ["a", "", "b"]);
+        let num = rel(vec![Type::Number]);
+        let e = read_facts("1\n\n2\n".as_bytes(), "n", &num, '\t', false, &mut st).unwrap_err();
+        assert_eq!((e.line, e.col), (2, 1));
+        assert!(e.message.contains("not a number"), "{}", e.message);
+        let two = rel(vec![Type::Symbol, Type::Symbol]);
+        let e = read_facts("a\tb\n\n".as_bytes(), "p", &two, '\t', false, &mut st).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("expected 2 columns"), "{}", e.message);
     }
 
     #[test]
