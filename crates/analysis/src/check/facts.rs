@@ -40,18 +40,7 @@ impl Checker<'_> {
             ast::Expr::Aggregate(a) => Err(self.err(a.span, "an aggregate is not a constant")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
             ast::Expr::Unary(op, inner, span) if op.is_conversion() => {
-                let to = crate::ir::unary_type(*op, ty);
-                if to != ty {
-                    return Err(self.err(
-                        *span,
-                        format!(
-                            "type mismatch: {what} is {} {ty}, but `{}(...)` is {} {to}",
-                            super::types::article(ty),
-                            op.as_str(),
-                            super::types::article(to)
-                        ),
-                    ));
-                }
+                self.fact_returns(op.as_str(), crate::ir::unary_type(*op, ty), ty, *span, what)?;
                 // No variables here: the operand's constants fix its type.
                 let from = super::types::infer_type(inner, &|_| None).unwrap_or(Type::Number);
                 let v = self.const_expr(inner, from, what)?;
@@ -62,24 +51,8 @@ impl Checker<'_> {
                 value.ok_or_else(|| self.no_value(*span))
             }
             ast::Expr::Call(func, args, span) => {
-                let to = crate::ir::call_type(*func);
-                if to != ty {
-                    return Err(self.err(
-                        *span,
-                        format!(
-                            "type mismatch: {what} is {} {ty}, but `{}(...)` is {} {to}",
-                            super::types::article(ty),
-                            func.as_str(),
-                            super::types::article(to)
-                        ),
-                    ));
-                }
-                let operand = match (func, args.first()) {
-                    (ast::Functor::ToString, Some(a)) => {
-                        super::types::infer_type(a, &|_| None).unwrap_or(Type::Number)
-                    }
-                    _ => Type::Symbol,
-                };
+                self.fact_returns(func.as_str(), crate::ir::call_type(*func), ty, *span, what)?;
+                let operand = super::types::call_operand(*func, args, &|_| None);
                 let mut values = Vec::with_capacity(args.len());
                 for (i, a) in args.iter().enumerate() {
                     let want = crate::ir::call_arg_type(*func, operand, i);
@@ -113,6 +86,29 @@ impl Checker<'_> {
                 value.ok_or_else(|| self.err(*span, "division by zero"))
             }
         }
+    }
+
+    /// Refuse a functor `name` whose result has type `to` in a place (`what`) of type `ty`.
+    fn fact_returns(
+        &self,
+        name: &str,
+        to: Type,
+        ty: Type,
+        span: dynalog_syntax::Span,
+        what: &str,
+    ) -> Result<(), Diagnostic> {
+        if to == ty {
+            return Ok(());
+        }
+        let article = super::types::article;
+        Err(self.err(
+            span,
+            format!(
+                "type mismatch: {what} is {} {ty}, but `{name}(...)` is {} {to}",
+                article(ty),
+                article(to)
+            ),
+        ))
     }
 
     /// A functor of constants that has no value (`to_number("abc")`).

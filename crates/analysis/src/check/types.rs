@@ -260,18 +260,7 @@ impl Checker<'_> {
                 ir::Expr::Const(self.constant(e, ty, "this expression")?)
             }
             ast::Expr::Unary(op, inner, span) if op.is_conversion() => {
-                let to = ir::unary_type(*op, ty);
-                if to != ty {
-                    return Err(self.err(
-                        *span,
-                        format!(
-                            "type mismatch: `{}(...)` is {} {to}, but this expression needs {} {ty}",
-                            op.as_str(),
-                            article(to),
-                            article(ty)
-                        ),
-                    ));
-                }
+                self.returns(op.as_str(), ir::unary_type(*op, ty), ty, *span)?;
                 // The operand's type is what fixes it, `number` if nothing does. A
                 // symbol's text is read as a number.
                 let from = infer_type(inner, &|v| Some(var_types[rc.slot(v) as usize]))
@@ -279,26 +268,8 @@ impl Checker<'_> {
                 ir::Expr::Unary(*op, from, Box::new(self.expr(rc, inner, from, var_types)?))
             }
             ast::Expr::Call(func, args, span) => {
-                let to = ir::call_type(*func);
-                if to != ty {
-                    return Err(self.err(
-                        *span,
-                        format!(
-                            "type mismatch: `{}(...)` is {} {to}, but this expression needs {} {ty}",
-                            func.as_str(),
-                            article(to),
-                            article(ty)
-                        ),
-                    ));
-                }
-                // `to_string`'s operand may be of any type; what fixes it, else `number`.
-                let operand = match (func, args.first()) {
-                    (ast::Functor::ToString, Some(a)) => {
-                        infer_type(a, &|v| Some(var_types[rc.slot(v) as usize]))
-                            .unwrap_or(Type::Number)
-                    }
-                    _ => Type::Symbol,
-                };
+                self.returns(func.as_str(), ir::call_type(*func), ty, *span)?;
+                let operand = call_operand(*func, args, &|v| Some(var_types[rc.slot(v) as usize]));
                 let mut lowered = Vec::with_capacity(args.len());
                 for (i, a) in args.iter().enumerate() {
                     let want = ir::call_arg_type(*func, operand, i);
@@ -337,6 +308,27 @@ impl Checker<'_> {
                 }
             }
         })
+    }
+
+    /// Refuse a functor `name` whose result has type `to` where `ty` is needed.
+    fn returns(
+        &self,
+        name: &str,
+        to: Type,
+        ty: Type,
+        span: dynalog_syntax::Span,
+    ) -> Result<(), Diagnostic> {
+        if to == ty {
+            return Ok(());
+        }
+        Err(self.err(
+            span,
+            format!(
+                "type mismatch: `{name}(...)` is {} {to}, but this expression needs {} {ty}",
+                article(to),
+                article(ty)
+            ),
+        ))
     }
 
     /// Refuse a bitwise or logical operator (defined on `number` and `unsigned` only)
@@ -423,6 +415,19 @@ pub(super) fn infer_type(e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type
         ast::Expr::Call(f, ..) => Some(ir::call_type(*f)),
         ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => infer_type(i, var),
         ast::Expr::Binary { lhs, rhs, .. } => infer_type(lhs, var).or_else(|| infer_type(rhs, var)),
+    }
+}
+
+/// The operand type of a functor on symbols: for `to_string` (whose operand may be of
+/// any type) what fixes it, `number` if nothing does; `symbol` for the others.
+pub(super) fn call_operand(
+    func: ast::Functor,
+    args: &[ast::Expr],
+    var: &dyn Fn(&ast::Ident) -> Option<Type>,
+) -> Type {
+    match (func, args.first()) {
+        (ast::Functor::ToString, Some(a)) => infer_type(a, var).unwrap_or(Type::Number),
+        _ => Type::Symbol,
     }
 }
 
