@@ -779,10 +779,12 @@ fn commit_json(instance: &str, m: &Materialization, c: &Commit) -> Json {
     })
 }
 
-/// A value as JSON: numbers as numbers, symbols as strings.
+/// A value as JSON: numbers as numbers, symbols as strings, records as their Datalog
+/// text (`[1, "a"]`, `$Leaf(2)`).
 fn value_json(t: Type, v: Value, symbols: &SymbolTable) -> Json {
     match t {
         Type::Symbol => Json::String(symbols.resolve(v).to_string()),
+        Type::Record(_) => Json::String(t.render_quoted(v, &symbols.read())),
         Type::Number => json!(v as i32),
         Type::Unsigned => json!(v),
         Type::Float => json!(f32::from_bits(v)),
@@ -796,6 +798,7 @@ fn fact_text(name: &str, types: &[Type], tuple: &[Value], symbols: &SymbolTable)
         .zip(types)
         .map(|(&v, &t)| match t {
             Type::Symbol => quote(&symbols.resolve(v)),
+            Type::Record(_) => t.render_quoted(v, &symbols.read()),
             _ => t.render(v, symbols),
         })
         .collect();

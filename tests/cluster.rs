@@ -585,3 +585,38 @@ fn serve_reports_a_stopped_follower_in_health_and_refuses_transactions() {
     let _ = leader.kill();
     let _ = leader.wait();
 }
+
+#[test]
+fn rules_that_build_records_are_refused_in_a_cluster_before_connecting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = dir.path().join("records.dl");
+    std::fs::write(
+        &program,
+        ".type P = [a: number, b: number]\n.decl e(x: number, y: number)\ne(1, 2).\n\
+         .decl p(r: P)\n.output p\np([x, y]) :- e(x, y).\n",
+    )
+    .expect("writes");
+    let hosts = hostfile(dir.path(), 2);
+    let o = dynalog(&[
+        "run",
+        program.to_str().expect("utf-8 path"),
+        "-D",
+        "-",
+        "--engine",
+        "diff",
+        "-n",
+        "2",
+        "-p",
+        "0",
+        "-H",
+        hosts.to_str().expect("utf-8 path"),
+        "--connect-timeout",
+        "60",
+    ]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("rules that build or take apart records need a single process (-n 1)"),
+        "{stderr}"
+    );
+}

@@ -552,3 +552,48 @@ fn a_transaction_refused_by_a_limit_is_not_logged_and_the_recovery_is_not_limite
         "{second}"
     );
 }
+
+/// Records are logged as their text, their symbols quoted: a record whose symbols hold
+/// the characters of the record syntax survives `kill -9` as it was, and so do the
+/// records rules made from it.
+#[test]
+fn records_survive_a_kill_with_their_symbols_intact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("p.dl"),
+        ".type P = [n: number, s: symbol]\n.type L = [h: P, t: L]\n\
+         .type T = A {p: P} | B {}\n\
+         .decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n\
+         .decl label(n: number, s: symbol)\n.decl named(s: symbol, t: symbol)\n\
+         .decl p(x: P)\n.decl l(x: L)\n.decl t(x: T)\n\
+         l([q, nil]) :- p(q).\n",
+    )
+    .expect("writes");
+    std::fs::write(dir.path().join("edge.facts"), "").expect("writes");
+    let mut s = session(dir.path(), "diff");
+    assert_eq!(commit_number(&s.line()), Some(0));
+    s.send("+ p([1, \"a, ]b\\\"c\\\\\"]).\n+ t($A([2, \"$B\"])).\n+ t($B).\ncommit\n");
+    assert_eq!(commit_number(&s.line()), Some(1));
+    kill9(&mut s.child);
+    let mut s = session(dir.path(), "diff");
+    assert_eq!(commit_number(&s.line()), Some(1));
+    s.send("dump p\ndump l\ndump t\nabort\n");
+    let mut out = Vec::new();
+    loop {
+        let l = s.line();
+        if l == "aborted" {
+            break;
+        }
+        out.push(l);
+    }
+    assert_eq!(
+        out,
+        [
+            "p([1, \"a, ]b\\\"c\\\\\"]).",
+            "l([[1, \"a, ]b\\\"c\\\\\"], nil]).",
+            "t($A([2, \"$B\"])).",
+            "t($B).",
+        ]
+    );
+    kill9(&mut s.child);
+}

@@ -78,6 +78,16 @@ fn aggregates_session() {
 }
 
 #[test]
+fn session_string_functors() {
+    check_script("strings", true);
+}
+
+#[test]
+fn session_records_and_adts() {
+    check_script("records", false);
+}
+
+#[test]
 fn quiet_prints_only_summaries_and_changes_go_to_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("changes.log");
@@ -202,4 +212,21 @@ fn max_changes_refuses_a_transaction_and_the_session_goes_on() {
     );
     assert!(!ok);
     assert!(stderr.contains("--max-commit-time"), "{stderr}");
+}
+
+/// Every script in tests/sessions is run by a test of this file (one was once left out).
+#[test]
+fn every_session_script_is_checked() {
+    let source = std::fs::read_to_string(root().join("tests/session.rs")).expect("source");
+    let dir = root().join("tests/sessions");
+    for entry in std::fs::read_dir(&dir).expect("sessions") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "session") {
+            let name = path.file_stem().and_then(|s| s.to_str()).expect("name");
+            assert!(
+                source.contains(&format!("check_script(\"{name}\"")),
+                "tests/sessions/{name}.session is not checked by tests/session.rs"
+            );
+        }
+    }
 }

@@ -21,4 +21,7 @@ pub use check::{
 };
 pub use dynalog_syntax::{ArithOp, CmpOp, UnaryOp};
 pub use ir::*;
-pub use value::{ParseValueError, ParseValueErrorKind, SymbolTable, SymbolsRead, Type, Value};
+pub use value::{
+    Branch, ParseValueError, ParseValueErrorKind, RecordType, SymbolTable, SymbolsRead, TableMark,
+    Type, Value,
+};

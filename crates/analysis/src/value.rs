@@ -8,7 +8,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// a symbol id, an `i32`, a `u32`, or an `f32`'s bits.
 pub type Value = u32;
 
-/// The four primitive types of the language.
+/// The types of the language: four primitive types, and record and algebraic data
+/// types (`.type P = [a: number, b: symbol]`, `.type T = A {..} | B {..}`), whose
+/// values are ids in the program's record table ([`SymbolTable::pack`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Type {
     /// Signed 32-bit integer (`number`).
@@ -19,6 +21,9 @@ pub enum Type {
     Float,
     /// Interned string (`symbol`).
     Symbol,
+    /// A record or algebraic data type: its index in the table's registry of types
+    /// ([`SymbolTable::record_type`]).
+    Record(u32),
 }
 
 impl Type {
@@ -28,7 +33,14 @@ impl Type {
             Type::Unsigned => "unsigned",
             Type::Float => "float",
             Type::Symbol => "symbol",
+            Type::Record(_) => "record",
         }
+    }
+
+    /// Whether its values are ids in a table (symbols and records): compared with `=`
+    /// and `!=` only.
+    pub fn is_interned(self) -> bool {
+        matches!(self, Type::Symbol | Type::Record(_))
     }
 
     pub fn from_name(name: &str) -> Option<Type> {
@@ -47,7 +59,7 @@ impl Type {
             Type::Number => i32::try_from(n).ok().map(|v| v as u32),
             Type::Unsigned => u32::try_from(n).ok(),
             Type::Float => Some((n as f32).to_bits()),
-            Type::Symbol => None,
+            Type::Symbol | Type::Record(_) => None,
         }
     }
 
@@ -56,9 +68,17 @@ impl Type {
         let error = |kind| ParseValueError {
             text: text.to_string(),
             kind,
+            detail: String::new(),
         };
         match self {
             Type::Symbol => Ok(symbols.intern(text)),
+            Type::Record(_) => {
+                records::parse(self, text, symbols).map_err(|detail| ParseValueError {
+                    text: text.to_string(),
+                    kind: ParseValueErrorKind::NotRecord,
+                    detail,
+                })
+            }
             Type::Number => parse_int(text)
                 .and_then(|n| i32::try_from(n).ok())
                 .map(|v| v as u32)
@@ -82,21 +102,45 @@ impl Type {
         }
     }
 
-    /// Render a value of this type as text (fact files, CSV output).
+    /// Render a value of this type as text (fact files, CSV output), as Soufflé prints
+    /// it: a record's symbols are written as they are (see [`Type::render_quoted`]).
     pub fn render(self, v: Value, symbols: &SymbolTable) -> String {
         match self {
             Type::Symbol => symbols.resolve(v).to_string(),
+            Type::Record(_) => records::render(self, v, &symbols.read(), false),
             Type::Number => (v as i32).to_string(),
             Type::Unsigned => v.to_string(),
             Type::Float => format_float(f32::from_bits(v)),
         }
     }
 
+    /// [`Type::render`], but the symbols inside a record quoted (`"` and `\\` escaped), so
+    /// that [`Type::parse`] reads back the same record whatever its symbols hold.
+    /// A plain symbol is rendered as it is.
+    pub fn render_quoted(self, v: Value, symbols: &SymbolsRead<'_>) -> String {
+        match self {
+            Type::Record(_) => records::render(self, v, symbols, true),
+            Type::Symbol => symbols.resolve(v).to_string(),
+            _ => self.render_primitive(v),
+        }
+    }
+
+    /// A number, unsigned or float as text.
+    fn render_primitive(self, v: Value) -> String {
+        match self {
+            Type::Number => (v as i32).to_string(),
+            Type::Unsigned => v.to_string(),
+            Type::Float => format_float(f32::from_bits(v)),
+            Type::Symbol | Type::Record(_) => v.to_string(),
+        }
+    }
+
     /// Order two values of this type the way a user expects (numbers numerically,
-    /// symbols as strings).
+    /// symbols as strings, records field by field, `nil` first).
     pub fn compare(self, a: Value, b: Value, symbols: &SymbolsRead<'_>) -> std::cmp::Ordering {
         match self {
             Type::Symbol => symbols.resolve(a).cmp(symbols.resolve(b)),
+            Type::Record(_) => records::compare(self, a, b, symbols),
             Type::Number => (a as i32).cmp(&(b as i32)),
             Type::Unsigned => a.cmp(&b),
             Type::Float => f32::from_bits(a).total_cmp(&f32::from_bits(b)),
@@ -105,6 +149,8 @@ impl Type {
 }
 
 impl fmt::Display for Type {
+    /// The name of a primitive type; `record` for a record or algebraic data type (the
+    /// analysis names those by their declared names).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -117,6 +163,8 @@ pub struct ParseValueError {
     /// The text as given.
     pub text: String,
     pub kind: ParseValueErrorKind,
+    /// For a record: what is wrong where (e.g. "expected `,` or `]` at byte 6").
+    pub detail: String,
 }
 
 /// The kinds of [`ParseValueError`].
@@ -130,6 +178,8 @@ pub enum ParseValueErrorKind {
     NotFloat,
     /// A float whose magnitude is beyond the largest 32-bit float (e.g. `1e40`).
     FloatOutOfRange,
+    /// Not a record (or value of an algebraic data type) of the column's type.
+    NotRecord,
 }
 
 impl fmt::Display for ParseValueError {
@@ -145,6 +195,13 @@ impl fmt::Display for ParseValueError {
             ParseValueErrorKind::NotFloat => write!(f, "`{text}` is not a float"),
             ParseValueErrorKind::FloatOutOfRange => {
                 write!(f, "`{text}` is out of range of a 32-bit float")
+            }
+            ParseValueErrorKind::NotRecord => {
+                write!(
+                    f,
+                    "`{text}` is not a record of the column's type: {}",
+                    self.detail
+                )
             }
         }
     }
@@ -237,6 +294,38 @@ pub struct SymbolTable {
 struct Names {
     ids: FxHashMap<Arc<str>, Value>,
     names: Vec<Arc<str>>,
+    /// Records by id: `[branch, fields...]`; id 0 is `nil` (an empty row).
+    records: Vec<Arc<[Value]>>,
+    record_ids: FxHashMap<Arc<[Value]>, Value>,
+    /// The record and algebraic data types of the programs checked with this table.
+    types: Vec<RecordType>,
+    /// A program's record types (their canonical text) to the index of the first.
+    type_sets: FxHashMap<String, u32>,
+}
+
+/// A record type (one branch with an empty name) or an algebraic data type (one branch
+/// per constructor), as declared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordType {
+    pub name: String,
+    /// Declared with constructors (`A {..} | B {..}`), printed `$A(..)`.
+    pub adt: bool,
+    pub branches: Vec<Branch>,
+}
+
+/// One constructor of a [`RecordType`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Branch {
+    pub name: String,
+    /// `(field name, type)`.
+    pub fields: Vec<(String, Type)>,
+}
+
+/// How far a table had grown ([`SymbolTable::mark`]), to forget what came after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableMark {
+    symbols: usize,
+    records: usize,
 }
 
 impl fmt::Debug for SymbolTable {
@@ -265,6 +354,15 @@ impl SymbolsRead<'_> {
 
     pub fn is_empty(&self) -> bool {
         self.0.names.is_empty()
+    }
+
+    /// The row `[branch, fields...]` of record `id` (empty for `nil`).
+    pub fn record_row(&self, id: Value) -> Option<&[Value]> {
+        self.0.records.get(id as usize).map(|r| &r[..])
+    }
+
+    pub fn record_type(&self, t: u32) -> Option<&RecordType> {
+        self.0.types.get(t as usize)
     }
 }
 
@@ -343,10 +441,105 @@ impl SymbolTable {
         }
     }
 
+    /// How far the symbols and records have grown, for [`SymbolTable::rollback`].
+    pub fn mark(&self) -> TableMark {
+        let names = self.names();
+        TableMark {
+            symbols: names.names.len(),
+            records: names.records.len().max(1),
+        }
+    }
+
+    /// Forget the symbols and records made after `mark` (those of a refused or
+    /// aborted change).
+    pub fn rollback(&self, mark: TableMark) {
+        self.truncate(mark.symbols);
+        let mut guard = self.names_mut();
+        let names = &mut *guard;
+        if names.records.len() > mark.records {
+            for row in names.records.drain(mark.records..) {
+                names.record_ids.remove(&row);
+            }
+        }
+    }
+
+    /// The id of the record `[branch, fields...]`, made if new. Never 0 (`nil`).
+    pub fn pack(&self, branch: Value, fields: &[Value]) -> Value {
+        let mut row = Vec::with_capacity(fields.len() + 1);
+        row.push(branch);
+        row.extend_from_slice(fields);
+        if let Some(&id) = self.names().record_ids.get(&row[..]) {
+            return id;
+        }
+        let mut guard = self.names_mut();
+        let names = &mut *guard;
+        if let Some(&id) = names.record_ids.get(&row[..]) {
+            return id;
+        }
+        if names.records.is_empty() {
+            names.records.push(Arc::from(&[][..]));
+        }
+        let id = names.records.len() as Value;
+        let row: Arc<[Value]> = row.into();
+        names.records.push(row.clone());
+        names.record_ids.insert(row, id);
+        id
+    }
+
+    /// Field `index` of record `id` if the record was made by constructor `branch`
+    /// (`None` for `nil`, another constructor, or an id the table does not have).
+    pub fn unpack(&self, id: Value, branch: Value, index: u32) -> Option<Value> {
+        let names = self.names();
+        let row = names.records.get(id as usize)?;
+        if row.first() != Some(&branch) {
+            return None;
+        }
+        row.get(index as usize + 1).copied()
+    }
+
+    /// How many records the table holds (with `nil`).
+    pub fn records_len(&self) -> usize {
+        self.names().records.len().max(1)
+    }
+
+    /// Register a program's record types, whose canonical text is `key`: the index of
+    /// the first, the others following. `build` gets that index (a type's fields name
+    /// the types by it). The same text gets the same indices again, so a session whose
+    /// program keeps its types keeps its columns' types.
+    pub fn define_types(&self, key: &str, build: impl FnOnce(u32) -> Vec<RecordType>) -> u32 {
+        let mut guard = self.names_mut();
+        let names = &mut *guard;
+        if let Some(&base) = names.type_sets.get(key) {
+            return base;
+        }
+        let base = names.types.len() as u32;
+        let types = build(base);
+        names.types.extend(types);
+        names.type_sets.insert(key.to_string(), base);
+        base
+    }
+
+    pub fn record_type(&self, t: u32) -> Option<RecordType> {
+        self.names().types.get(t as usize).cloned()
+    }
+
+    /// The index of the first of the record types registered under `key`.
+    pub fn type_set(&self, key: &str) -> Option<u32> {
+        self.names().type_sets.get(key).copied()
+    }
+
+    /// How many record types the table has registered.
+    pub fn types_len(&self) -> u32 {
+        self.names().types.len() as u32
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
+
+#[path = "records.rs"]
+mod records;
 
 #[cfg(test)]
 mod tests {

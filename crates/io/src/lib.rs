@@ -205,6 +205,7 @@ pub fn read_facts(
 ) -> Result<Tuples, Diagnostic> {
     let mut tuples = Tuples::new(rel.arity());
     let mut tuple = Vec::with_capacity(rel.arity());
+    let has_records = rel.types.iter().any(|t| matches!(t, Type::Record(_)));
     for (i, line) in reader.split(b'\n').enumerate() {
         let lineno = i + 1;
         let line =
@@ -224,7 +225,8 @@ pub fn read_facts(
             continue;
         }
         let mut col = 1;
-        for (field_no, field) in line.split(delimiter).enumerate() {
+        let fields = split_fields(line, delimiter, has_records);
+        for (field_no, &field) in fields.iter().enumerate() {
             if field_no >= rel.arity() {
                 return Err(Diagnostic::line(
                     name,
@@ -235,7 +237,7 @@ pub fn read_facts(
                         rel.arity(),
                         if rel.arity() == 1 { "" } else { "s" },
                         rel.name,
-                        line.split(delimiter).count()
+                        fields.len()
                     ),
                 ));
             }
@@ -269,6 +271,43 @@ pub fn read_facts(
     Ok(tuples)
 }
 
+/// The fields of a line. With record columns, a delimiter inside brackets, parentheses
+/// or quotes belongs to the record (`[1, a],b` is two fields with `,`), as Soufflé reads
+/// records.
+fn split_fields(line: &str, delimiter: char, has_records: bool) -> Vec<&str> {
+    if !has_records {
+        return line.split(delimiter).collect();
+    }
+    let mut fields = Vec::new();
+    let (mut depth, mut quoted, mut escaped, mut start) = (0usize, false, false, 0);
+    for (i, c) in line.char_indices() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' if depth > 0 => quoted = true,
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth = depth.saturating_sub(1),
+            c if c == delimiter && depth == 0 => {
+                fields.push(&line[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    fields.push(&line[start..]);
+    fields
+}
+
+/// A record column's distinct values in order, and each one's rank.
+type Ranked = (Vec<Value>, rustc_hash::FxHashMap<Value, u32>);
+
 /// Sorts facts the way a user reads them: column by column, numbers numerically,
 /// symbols as text. Each value is mapped to an order-preserving `u32` key (symbols by
 /// their rank in the sorted symbol table), so sorting compares integers only.
@@ -298,6 +337,8 @@ impl Sorter {
             Type::Float if v >> 31 == 1 => !v,
             Type::Float => v | 0x8000_0000,
             Type::Symbol => self.rank[v as usize],
+            // Ranked per sort (see `sort`).
+            Type::Record(_) => v,
         }
     }
 
@@ -308,18 +349,41 @@ impl Sorter {
             Type::Float if k >> 31 == 1 => k & 0x7fff_ffff,
             Type::Float => !k,
             Type::Symbol => self.by_rank[k as usize],
+            Type::Record(_) => k,
         }
     }
 
-    /// Sort flat tuples of `rel` (`rel.arity()` values each) in place.
-    pub fn sort(&self, rel: &Relation, data: &mut [Value]) {
+    /// Sort flat tuples of `rel` (`rel.arity()` values each) in place. Records are
+    /// ordered field by field ([`Type::compare`]): each record column's values are
+    /// ranked first, with the symbol table `symbols`.
+    pub fn sort(&self, rel: &Relation, data: &mut [Value], symbols: &SymbolTable) {
         let arity = rel.arity();
         if arity == 0 {
             return;
         }
+        // Per record column: the distinct values in order, and each one's rank.
+        let mut ranked: Vec<Option<Ranked>> = vec![None; arity];
+        for (c, &ty) in rel.types.iter().enumerate() {
+            if let Type::Record(_) = ty {
+                let mut values: Vec<Value> = data.iter().skip(c).step_by(arity).copied().collect();
+                values.sort_unstable();
+                values.dedup();
+                let read = symbols.read();
+                values.sort_by(|&a, &b| ty.compare(a, b, &read));
+                let rank = values
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &v)| (v, r as u32))
+                    .collect();
+                ranked[c] = Some((values, rank));
+            }
+        }
         for row in data.chunks_exact_mut(arity) {
-            for (v, &ty) in row.iter_mut().zip(&rel.types) {
-                *v = self.key(ty, *v);
+            for (c, (v, &ty)) in row.iter_mut().zip(&rel.types).enumerate() {
+                *v = match &ranked[c] {
+                    Some((_, rank)) => rank[v],
+                    None => self.key(ty, *v),
+                };
             }
         }
         match arity {
@@ -343,8 +407,11 @@ impl Sorter {
             }
         }
         for row in data.chunks_exact_mut(arity) {
-            for (v, &ty) in row.iter_mut().zip(&rel.types) {
-                *v = self.value(ty, *v);
+            for (c, (v, &ty)) in row.iter_mut().zip(&rel.types).enumerate() {
+                *v = match &ranked[c] {
+                    Some((values, _)) => values[*v as usize],
+                    None => self.value(ty, *v),
+                };
             }
         }
     }
@@ -372,7 +439,7 @@ pub fn write_tuples(
                 Type::Symbol => out.write_all(symbols.resolve(v).as_bytes())?,
                 Type::Number => write!(out, "{}", v as i32)?,
                 Type::Unsigned => write!(out, "{v}")?,
-                Type::Float => out.write_all(ty.render(v, symbols).as_bytes())?,
+                Type::Float | Type::Record(_) => out.write_all(ty.render(v, symbols).as_bytes())?,
             }
         }
         out.write_all(b"\n")?;
@@ -495,7 +562,7 @@ fn write_outputs_to(
         facts(id, &mut |t| tuples.extend_from_slice(t));
         sorter
             .get_or_insert_with(|| Sorter::new(&program.symbols))
-            .sort(rel, &mut tuples);
+            .sort(rel, &mut tuples, &program.symbols);
         let nullary = rel.arity() == 0 && len(id) > 0;
         for spec in &rel.outputs {
             let delimiter = delimiter_of(spec);
@@ -616,6 +683,48 @@ mod tests {
         assert_eq!(rows[1][0] as i32, -2);
     }
 
+    /// `P = [a: number, b: symbol]` registered in a fresh table.
+    fn point_type(st: &SymbolTable) -> Type {
+        let base = st.define_types("io test", |_| {
+            vec![dynalog_analysis::RecordType {
+                name: "P".into(),
+                adt: false,
+                branches: vec![dynalog_analysis::Branch {
+                    name: String::new(),
+                    fields: vec![("a".into(), Type::Number), ("b".into(), Type::Symbol)],
+                }],
+            }]
+        });
+        Type::Record(base)
+    }
+
+    #[test]
+    fn records_keep_their_delimiters_and_sort_field_by_field() {
+        let mut st = SymbolTable::new();
+        let p = point_type(&st);
+        let r = rel(vec![p, Type::Number]);
+        // With `,` as the delimiter, the commas inside a record (and in its quoted
+        // symbols) are the record's, as Soufflé reads them.
+        let text = "[2, \"x, ]y\"],1\n[10, a],2\n[2, a],3\nnil,4\n";
+        let t = read_facts(text.as_bytes(), "f", &r, ',', false, &mut st).unwrap();
+        assert_eq!(t.len(), 4);
+        let mut data: Vec<Value> = t.iter().flatten().copied().collect();
+        Sorter::new(&st).sort(&r, &mut data, &st);
+        let mut out = Vec::new();
+        write_tuples(&mut out, &r, &st, &data, '\t').unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "nil\t4\n[2, a]\t3\n[2, x, ]y]\t1\n[10, a]\t2\n"
+        );
+        let e = read_facts("[2, a\t1\n".as_bytes(), "g", &r, '\t', false, &mut st).unwrap_err();
+        assert_eq!((e.line, e.col), (1, 1));
+        assert!(
+            e.message.contains("column 1 of `r`: `[2, a\t1` is not a record of the column's type: expected `]` after 2 field(s) at byte 8"),
+            "{}",
+            e.message
+        );
+    }
+
     #[test]
     fn an_empty_line_is_one_empty_field_as_in_souffle() {
         let mut st = SymbolTable::new();
@@ -664,7 +773,7 @@ mod tests {
         let b = st.intern("b");
         let a = st.intern("a");
         let mut rows = vec![10, a, 2, b, 2, a, (-1i32) as u32, b];
-        Sorter::new(&st).sort(&r, &mut rows);
+        Sorter::new(&st).sort(&r, &mut rows, &st);
         let mut out = Vec::new();
         write_tuples(&mut out, &r, &st, &rows, '\t').unwrap();
         assert_eq!(
@@ -696,7 +805,7 @@ mod tests {
             0,
             z,
         ];
-        Sorter::new(&st).sort(&r, &mut rows);
+        Sorter::new(&st).sort(&r, &mut rows, &st);
         let mut out = Vec::new();
         write_tuples(&mut out, &r, &st, &rows, ',').unwrap();
         assert_eq!(
@@ -705,7 +814,7 @@ mod tests {
         );
         let r = rel(vec![Type::Number]);
         let mut rows = vec![5, (-3i32) as u32, 0, i32::MIN as u32, i32::MAX as u32];
-        Sorter::new(&st).sort(&r, &mut rows);
+        Sorter::new(&st).sort(&r, &mut rows, &st);
         assert_eq!(
             rows,
             vec![i32::MIN as u32, (-3i32) as u32, 0, 5, i32::MAX as u32]

@@ -55,9 +55,47 @@ pub struct Pragma {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeDecl {
     pub name: Ident,
-    /// The types it is a subtype of, alias of, or union of (all by name).
+    /// The types it is a subtype of, alias of, or union of (all by name); empty for a
+    /// record or algebraic data type.
     pub of: Vec<Ident>,
+    pub shape: TypeShape,
     pub span: Span,
+}
+
+impl TypeDecl {
+    /// Every type name it refers to: the types of [`TypeDecl::of`], and those of a
+    /// record's or constructor's fields.
+    pub fn type_refs_mut(&mut self) -> Vec<&mut Ident> {
+        let mut refs: Vec<&mut Ident> = self.of.iter_mut().collect();
+        match &mut self.shape {
+            TypeShape::Named => {}
+            TypeShape::Record(fields) => refs.extend(fields.iter_mut().map(|(_, t)| t)),
+            TypeShape::Adt(cs) => {
+                for c in cs {
+                    refs.extend(c.fields.iter_mut().map(|(_, t)| t));
+                }
+            }
+        }
+        refs
+    }
+}
+
+/// What a `.type` declaration defines.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeShape {
+    /// A subtype, alias or union of the types in [`TypeDecl::of`].
+    Named,
+    /// `[a: number, b: T]`: `(field name, type name)` pairs.
+    Record(Vec<(Ident, Ident)>),
+    /// `A {x: number} | B {}`: an algebraic data type, one constructor per branch.
+    Adt(Vec<Constructor>),
+}
+
+/// A branch `Name {field: type, ...}` of an algebraic data type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Constructor {
+    pub name: Ident,
+    pub fields: Vec<(Ident, Ident)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -327,6 +365,21 @@ pub enum Expr {
     /// `contains(a, b)` / `match(p, s)` (which stand in a body as `... != 0`, their
     /// negation as `... = 0`: see [`Functor::is_constraint`]).
     Call(Functor, Vec<Expr>, Span),
+    /// A record `[a, b]` (no constructor) or a constructor of an algebraic data type
+    /// `$Branch(a, b)` / `$Branch`: built in a head or from bound values, taken apart
+    /// where it matches a bound record.
+    Record(Option<Ident>, Vec<Expr>, Span),
+    /// `nil`: the record that is none.
+    Nil(Span),
+    /// Field `index` of a record, if it was made by the constructor `branch` (`None`
+    /// for a record type). Never parsed: the analysis writes it when it takes a record
+    /// pattern apart.
+    Field {
+        record: Box<Expr>,
+        branch: Option<Ident>,
+        index: usize,
+        span: Span,
+    },
 }
 
 /// A built-in functor on symbols.
@@ -445,7 +498,8 @@ impl Expr {
         match self {
             Expr::Var(i) => i.span,
             Expr::Wildcard(s) | Expr::Str(_, s) | Expr::Num(_, s) | Expr::Neg(_, s) => *s,
-            Expr::Unary(_, _, s) | Expr::Call(_, _, s) => *s,
+            Expr::Unary(_, _, s) | Expr::Call(_, _, s) | Expr::Record(_, _, s) | Expr::Nil(s) => *s,
+            Expr::Field { span, .. } => *span,
             Expr::Binary { span, .. } => *span,
             Expr::Aggregate(a) => a.span,
         }
@@ -561,8 +615,11 @@ fn expr_atoms(e: &Expr, f: &mut dyn FnMut(&Atom)) {
             expr_atoms(lhs, f);
             expr_atoms(rhs, f);
         }
-        Expr::Call(_, args, _) => args.iter().for_each(|a| expr_atoms(a, f)),
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter().for_each(|a| expr_atoms(a, f))
+        }
+        Expr::Field { record, .. } => expr_atoms(record, f),
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
     }
 }
 
@@ -596,8 +653,11 @@ fn expr_atoms_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Atom)) {
             expr_atoms_mut(lhs, f);
             expr_atoms_mut(rhs, f);
         }
-        Expr::Call(_, args, _) => args.iter_mut().for_each(|a| expr_atoms_mut(a, f)),
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter_mut().for_each(|a| expr_atoms_mut(a, f))
+        }
+        Expr::Field { record, .. } => expr_atoms_mut(record, f),
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
     }
 }
 
@@ -660,6 +720,42 @@ fn canonical_expr<'a>(e: &'a Expr, vars: &mut Vec<&'a str>, out: &mut String) {
                 canonical_expr(a, vars, out);
             }
             out.push(')');
+        }
+        Expr::Record(branch, args, _) => {
+            let close = match branch {
+                Some(b) => {
+                    out.push('$');
+                    out.push_str(&b.name);
+                    out.push('(');
+                    ')'
+                }
+                None => {
+                    out.push('[');
+                    ']'
+                }
+            };
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                canonical_expr(a, vars, out);
+            }
+            out.push(close);
+        }
+        Expr::Nil(_) => out.push_str("nil"),
+        Expr::Field {
+            record,
+            branch,
+            index,
+            ..
+        } => {
+            out.push_str("@field(");
+            canonical_expr(record, vars, out);
+            let _ = write!(
+                out,
+                ", {}, {index})",
+                branch.as_ref().map_or("", |b| b.name.as_str())
+            );
         }
         Expr::Binary { op, lhs, rhs, .. } if op.is_functor() => {
             out.push_str(op.as_str());

@@ -618,7 +618,7 @@ fn bind_types(item: &Item, binding: &Binding) -> Item {
     }
     match &mut item {
         Item::Type(t) => {
-            for of in &mut t.of {
+            for of in t.type_refs_mut() {
                 *of = substitute(of, binding);
             }
         }
@@ -657,7 +657,7 @@ fn qualify_items(items: &mut [Item], instance: &str) {
         match item {
             Item::Type(t) => {
                 rename(&mut t.name, &types);
-                for of in &mut t.of {
+                for of in t.type_refs_mut() {
                     rename(of, &types);
                 }
             }

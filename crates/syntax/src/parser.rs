@@ -45,8 +45,9 @@
 //! at the first error, which points at the offending token.
 
 use crate::ast::{
-    AggFunc, Aggregate, ArithOp, Atom, CmpOp, Directive, DirectiveKind, Expr, Functor, Ident, Item,
-    Literal, Number, Pragma, Program, RelDecl, Rule, Style, TypeDecl, UnaryOp,
+    AggFunc, Aggregate, ArithOp, Atom, CmpOp, Constructor, Directive, DirectiveKind, Expr, Functor,
+    Ident, Item, Literal, Number, Pragma, Program, RelDecl, Rule, Style, TypeDecl, TypeShape,
+    UnaryOp,
 };
 use crate::lexer::{Lexer, PaperArg, Token, TokenKind, diagnostic};
 use crate::source::{Diagnostic, SourceFile, Span};
@@ -393,6 +394,7 @@ impl<'a> Parser<'a> {
                         name: base,
                         span: start.to(keyword.span),
                     }],
+                    shape: TypeShape::Named,
                     span,
                 }))
             }
@@ -447,35 +449,100 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `.type Name <: base`, `.type Name = base`, `.type U = A | B`, after `.type`.
+    /// `.type Name <: base`, `.type Name = base`, `.type U = A | B`, a record type
+    /// `.type R = [a: number, b: R]` or an algebraic data type
+    /// `.type T = A {x: number} | B {}`, after `.type`.
     fn type_decl(&mut self, start: Span) -> PResult<TypeDecl> {
         let name = self.expect_ident("a type name after `.type`")?;
         let name = self.qualify(name)?;
         let mut of = Vec::new();
+        let mut shape = TypeShape::Named;
         if self.eat(&TokenKind::Subtype)?.is_some() {
             let base = self.expect_ident("a type name after `<:`")?;
             of.push(self.qualify(base)?);
         } else if self.eat(&TokenKind::Eq)?.is_some() {
-            if let TokenKind::LBracket = self.peek_kind()? {
-                let span = self.peek()?.span;
-                return Err(self.error(span, "record types (`[...]`) are not supported"));
-            }
-            loop {
-                let member = self.expect_ident("a type name")?;
-                of.push(self.qualify(member)?);
-                if let TokenKind::LBrace = self.peek_kind()? {
-                    let span = self.peek()?.span;
-                    return Err(self.error(span, "algebraic data types are not supported"));
+            if let Some(open) = self.eat(&TokenKind::LBracket)? {
+                let fields = self.typed_fields(&TokenKind::RBracket, "`]`", open.span)?;
+                shape = TypeShape::Record(fields);
+            } else {
+                let mut constructors: Vec<Constructor> = Vec::new();
+                loop {
+                    let member = self.expect_ident("a type name")?;
+                    if let Some(open) = self.eat(&TokenKind::LBrace)? {
+                        if !of.is_empty() {
+                            return Err(self.error(
+                                member.span,
+                                "a union of types cannot have constructors: write every branch `Name {...}`",
+                            ));
+                        }
+                        let fields = self.typed_fields(&TokenKind::RBrace, "`}`", open.span)?;
+                        constructors.push(Constructor {
+                            name: member,
+                            fields,
+                        });
+                    } else if !constructors.is_empty() {
+                        return Err(self.expected(&format!(
+                            "`{{` and the fields of the constructor `{}` (`{} {{}}` has none)",
+                            member.name, member.name
+                        )));
+                    } else {
+                        of.push(self.qualify(member)?);
+                    }
+                    if self.eat(&TokenKind::Pipe)?.is_none() {
+                        break;
+                    }
                 }
-                if self.eat(&TokenKind::Pipe)?.is_none() {
-                    break;
+                if !constructors.is_empty() {
+                    shape = TypeShape::Adt(constructors);
                 }
             }
         } else {
             return Err(self.expected(&format!("`<:` or `=` after the type name `{}`", name.name)));
         }
         let span = self.span_from(start);
-        Ok(TypeDecl { name, of, span })
+        Ok(TypeDecl {
+            name,
+            of,
+            shape,
+            span,
+        })
+    }
+
+    /// `name: type, ...` up to `close` (consumed), after the opening bracket at `open`.
+    fn typed_fields(
+        &mut self,
+        close: &TokenKind,
+        close_text: &str,
+        open: Span,
+    ) -> PResult<Vec<(Ident, Ident)>> {
+        let mut fields: Vec<(Ident, Ident)> = Vec::new();
+        if self.eat(close)?.is_some() {
+            return Ok(fields);
+        }
+        loop {
+            let field = self.expect_ident("a field name")?;
+            self.expect(
+                &TokenKind::Colon,
+                &format!("`:` and a type after the field `{}`", field.name),
+            )?;
+            let ty = self.expect_ident(&format!("a type name after `{}:`", field.name))?;
+            let ty = self.qualify(ty)?;
+            if fields.iter().any(|(f, _)| f.name == field.name) {
+                return Err(self.error(
+                    field.span,
+                    format!("field `{}` is declared twice", field.name),
+                ));
+            }
+            fields.push((field, ty));
+            if self.eat(&TokenKind::Comma)?.is_some() {
+                continue;
+            }
+            if self.eat(close)?.is_some() {
+                return Ok(fields);
+            }
+            let _ = open;
+            return Err(self.expected(&format!("`,` or {close_text} after a field")));
+        }
     }
 
     /// `.decl r(a: number, b: symbol) qualifier*`, after `.decl`.
@@ -1283,6 +1350,10 @@ impl<'a> Parser<'a> {
                     self.bump()?;
                     return Ok((Expr::Wildcard(span), span));
                 }
+                if name == "nil" {
+                    self.bump()?;
+                    return Ok((Expr::Nil(span), span));
+                }
                 if infix_keyword(&name).is_some() {
                     return Err(self.error(
                         span,
@@ -1356,13 +1427,18 @@ impl<'a> Parser<'a> {
                 ));
             }
             TokenKind::Dollar => {
-                return Err(self.error(
-                    span,
-                    "algebraic data type constructors (`$Branch(...)`) are not supported",
-                ));
+                self.bump()?;
+                let name = self.expect_ident("a constructor's name after `$`")?;
+                let (args, end) = match self.eat(&TokenKind::LParen)? {
+                    Some(_) => self.record_args(&TokenKind::RParen, "`)`")?,
+                    None => (Vec::new(), name.span),
+                };
+                Expr::Record(Some(name), args, span.to(end))
             }
             TokenKind::LBracket => {
-                return Err(self.error(span, "records (`[...]`) are not supported"));
+                self.bump()?;
+                let (args, end) = self.record_args(&TokenKind::RBracket, "`]`")?;
+                Expr::Record(None, args, span.to(end))
             }
             TokenKind::Question => {
                 return Err(self.error(
@@ -1374,6 +1450,37 @@ impl<'a> Parser<'a> {
             _ => return Err(self.expected("an expression")),
         };
         Ok((expr, span))
+    }
+
+    /// A record's or constructor's arguments up to `close` (consumed), after the
+    /// opening bracket; and the closing bracket's span.
+    fn record_args(&mut self, close: &TokenKind, close_text: &str) -> PResult<(Vec<Expr>, Span)> {
+        let at = self.peek()?.span;
+        self.enter(at)?;
+        let result = self.record_args_inner(close, close_text);
+        self.leave();
+        result
+    }
+
+    fn record_args_inner(
+        &mut self,
+        close: &TokenKind,
+        close_text: &str,
+    ) -> PResult<(Vec<Expr>, Span)> {
+        let mut args = Vec::new();
+        if let Some(end) = self.eat(close)? {
+            return Ok((args, end.span));
+        }
+        loop {
+            args.push(self.expr()?.0);
+            if self.eat(&TokenKind::Comma)?.is_some() {
+                continue;
+            }
+            if let Some(end) = self.eat(close)? {
+                return Ok((args, end.span));
+            }
+            return Err(self.expected(&format!("`,` or {close_text} in a record")));
+        }
     }
 
     /// `count : BODY`, or `sum|min|max|mean EXPR : BODY`, after the function's name,
@@ -1620,6 +1727,15 @@ mod tests {
                 let args: Vec<String> = args.iter().map(show).collect();
                 format!("{}({})", f.as_str(), args.join(", "))
             }
+            Expr::Record(branch, args, _) => {
+                let args: Vec<String> = args.iter().map(show).collect();
+                match branch {
+                    Some(b) => format!("${}({})", b.name, args.join(", ")),
+                    None => format!("[{}]", args.join(", ")),
+                }
+            }
+            Expr::Nil(_) => "nil".into(),
+            Expr::Field { record, index, .. } => format!("{}.{index}", show(record)),
             Expr::Aggregate(a) => {
                 let body: Vec<String> = a.body.iter().map(show_literal).collect();
                 let target = a.target.as_ref().map(|t| format!(" {}", show(t)));
@@ -1917,6 +2033,44 @@ mod tests {
         // A relation may still be called `cat` when it is not written as a call.
         let r = only_rule("c(x) :- a(x), x = cat.");
         assert_eq!(show_rule(&r), "c(x) :- a(x), x = cat.");
+    }
+
+    #[test]
+    fn records_constructors_and_their_types() {
+        let text = "c([x, [y + 1, nil]], $Leaf(x), $Empty, []) :- a(x, y), $Node(l, _) = t.";
+        let r = only_rule(text);
+        assert_eq!(
+            show_rule(&r),
+            "c([x, [(y + 1), nil]], $Leaf(x), $Empty(), []) :- a(x, y), $Node(l, _) = t."
+        );
+        assert_eq!(text_of(text, r.head.args[1].span()), "$Leaf(x)");
+        assert_eq!(text_of(text, r.head.args[0].span()), "[x, [y + 1, nil]]");
+        let p = parse_ok(".type L = [h: number, t: L]\n.type T = A {x: number} | B {}");
+        let shapes: Vec<&TypeShape> = p
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Type(t) => Some(&t.shape),
+                _ => None,
+            })
+            .collect();
+        let TypeShape::Record(fields) = shapes[0] else {
+            panic!("{shapes:?}")
+        };
+        assert_eq!(
+            (fields[1].0.name.as_str(), fields[1].1.name.as_str()),
+            ("t", "L")
+        );
+        let TypeShape::Adt(cs) = shapes[1] else {
+            panic!("{shapes:?}")
+        };
+        assert_eq!(cs.len(), 2);
+        assert_eq!((cs[0].name.name.as_str(), cs[0].fields.len()), ("A", 1));
+        assert!(cs[1].fields.is_empty());
+        // Nesting counts towards the expression depth limit.
+        let deep = format!("c({}1{}) :- a(1).", "[".repeat(300), "]".repeat(300));
+        let e = parse(&SourceFile::new("t.dl", deep)).unwrap_err();
+        assert!(e.message.contains("nested too deeply"), "{}", e.message);
     }
 
     #[test]
@@ -2398,16 +2552,28 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "preprocessor directives (#include, #define, ...) are only run on program files",
         );
         assert_err(
-            ".type R = [a: number]",
+            ".type R = [a: number, a: symbol]",
             1,
-            11,
-            "record types (`[...]`) are not supported",
+            23,
+            "field `a` is declared twice",
         );
         assert_err(
-            ".type A = B { x: number }",
+            ".type R = [a: number b: symbol]",
             1,
-            13,
-            "algebraic data types are not supported",
+            22,
+            "expected `,` or `]` after a field, found `b`",
+        );
+        assert_err(
+            ".type A = B { x: number } | C",
+            1,
+            30,
+            "expected `{` and the fields of the constructor `C` (`C {}` has none), found end of input",
+        );
+        assert_err(
+            ".type A = N | B { x: number }",
+            1,
+            15,
+            "a union of types cannot have constructors: write every branch `Name {...}`",
         );
     }
 
@@ -2656,16 +2822,22 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "user-defined functors (`@name(...)`) are not supported",
         );
         assert_err(
-            "c($A(x)) :- a(x).",
+            "c($A(x :- a(x).",
             1,
-            3,
-            "algebraic data type constructors (`$Branch(...)`) are not supported",
+            8,
+            "expected `,` or `)` in a record, found `:-`",
         );
         assert_err(
-            "c([x, y]) :- a(x, y).",
+            "c([x, y) :- a(x, y).",
             1,
-            3,
-            "records (`[...]`) are not supported",
+            8,
+            "expected `,` or `]` in a record, found `)`",
+        );
+        assert_err(
+            "c($) :- a(x).",
+            1,
+            4,
+            "expected a constructor's name after `$`, found `)`",
         );
     }
 

@@ -96,14 +96,17 @@ fn vars<'a>(e: &'a Expr, deep: bool, out: &mut Vec<&'a Ident>) {
             vars(lhs, deep, out);
             vars(rhs, deep, out);
         }
-        Expr::Call(_, args, _) => args.iter().for_each(|a| vars(a, deep, out)),
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter().for_each(|a| vars(a, deep, out))
+        }
+        Expr::Field { record, .. } => vars(record, deep, out),
         Expr::Aggregate(a) if deep => {
             if let Some(t) = &a.target {
                 vars(t, deep, out);
             }
             for_each_expr(&[], &a.body, &mut |e| vars(e, deep, out));
         }
-        Expr::Aggregate(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
+        Expr::Aggregate(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
     }
 }
 
@@ -130,26 +133,37 @@ fn take_aggregates(e: &mut Expr, found: &mut Vec<(String, Aggregate)>, counter: 
             take_aggregates(lhs, found, counter);
             take_aggregates(rhs, found, counter);
         }
-        Expr::Call(_, args, _) => {
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
             for a in args {
                 take_aggregates(a, found, counter);
             }
         }
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) => {}
+        Expr::Field { record, .. } => take_aggregates(record, found, counter),
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
     }
 }
 
-/// The variables a body binds by itself: those of its positive atoms, those
-/// assigned from bound ones (`v = e`, either way round), to a fixpoint; `extra` counts
-/// as bound.
+/// The variables written as fields of a record pattern (or the pattern itself, a
+/// variable), at any depth: those a bound record binds.
+fn pattern_vars<'a>(e: &'a Expr, out: &mut Vec<&'a Ident>) {
+    match e {
+        Expr::Var(v) => out.push(v),
+        Expr::Record(_, fields, _) => fields.iter().for_each(|f| pattern_vars(f, out)),
+        _ => {}
+    }
+}
+
+/// The variables a body binds by itself: those of its positive atoms (in records there
+/// too), those assigned from bound ones (`v = e`, either way round) or taken out of a
+/// bound record (`v = [x, y]`), to a fixpoint; `extra` counts as bound.
 pub(super) fn grounded_by(body: &[Literal], extra: &HashSet<String>) -> HashSet<String> {
     let mut bound: HashSet<String> = extra.clone();
     for lit in body {
         if let Literal::Positive(a) = lit {
             for arg in &a.args {
-                if let Expr::Var(v) = arg {
-                    bound.insert(v.name.clone());
-                }
+                let mut vs = Vec::new();
+                pattern_vars(arg, &mut vs);
+                bound.extend(vs.into_iter().map(|v| v.name.clone()));
             }
         }
     }
@@ -171,6 +185,11 @@ pub(super) fn grounded_by(body: &[Literal], extra: &HashSet<String>) -> HashSet<
                             && vs.iter().all(|w| bound.contains(&w.name))
                         {
                             bound.insert(v.name.clone());
+                        }
+                        if matches!(b, Expr::Record(..)) && bound.contains(&v.name) {
+                            let mut vs = Vec::new();
+                            pattern_vars(b, &mut vs);
+                            bound.extend(vs.into_iter().map(|v| v.name.clone()));
                         }
                     }
                 }
@@ -367,12 +386,19 @@ impl Checker<'_> {
         if !extreme {
             for lit in body.iter_mut().filter(|_| tuples) {
                 if let Literal::Positive(a) = lit {
-                    for arg in &mut a.args {
-                        if let Expr::Wildcard(s) = arg {
-                            let name = format!("@w{}", self.agg_vars);
-                            self.agg_vars += 1;
-                            *arg = var(&name, *s);
-                            own.push(name);
+                    // `_` in a column, or in a record there (`r([_, x])`), counts as
+                    // a column of the tuples counted.
+                    let mut slots: Vec<&mut Expr> = a.args.iter_mut().collect();
+                    while let Some(arg) = slots.pop() {
+                        match arg {
+                            Expr::Wildcard(s) => {
+                                let name = format!("@w{}", self.agg_vars);
+                                self.agg_vars += 1;
+                                *arg = var(&name, *s);
+                                own.push(name);
+                            }
+                            Expr::Record(_, fields, _) => slots.extend(fields.iter_mut()),
+                            _ => {}
                         }
                     }
                 }
@@ -474,14 +500,13 @@ impl Checker<'_> {
             let input = self.internal_relation(&input_name, head_vars.len(), span);
             let mut checked = Vec::new();
             for variant in self.expand(&input_rule, out)? {
-                // The input relation's columns take the types of the variables (the
-                // value's from its equality: without it in the head, whose provisional
-                // column types would type it first).
+                // The input relation's columns take the types of the variables, as the
+                // body types them (without a head, whose provisional column types
+                // would type the value and the fields of records first).
                 let mut probe = variant.clone();
-                if value.is_some() {
-                    probe.head.args.pop();
-                }
-                let body_raw = self.desugar(&probe)?;
+                probe.head.args.clear();
+                let mut body_raw = self.desugar(&probe)?;
+                self.take_records_apart(&mut body_raw)?;
                 let typing = self.infer_types(&probe, input, &body_raw)?;
                 let types: Vec<Type> = head_vars
                     .iter()
@@ -525,12 +550,17 @@ impl Checker<'_> {
                         ),
                     ));
                 }
-                _ if value_ty == Type::Symbol => {
+                _ if value_ty.is_interned() => {
                     return Err(self.err(
                         agg.target.as_ref().map_or(span, |t| t.span()),
                         format!(
-                            "`{}` aggregates numbers, and this is a symbol",
-                            func.as_str()
+                            "`{}` aggregates numbers, and this is a {}",
+                            func.as_str(),
+                            if value_ty == Type::Symbol {
+                                "symbol"
+                            } else {
+                                "record"
+                            }
                         ),
                     ));
                 }

@@ -36,7 +36,7 @@ impl Slots {
     }
 
     /// The slot of a variable name, numbering it if it is new.
-    fn var(&mut self, name: &str) -> VarId {
+    pub(super) fn var(&mut self, name: &str) -> VarId {
         if let Some(&v) = self.names.get(name) {
             return v;
         }

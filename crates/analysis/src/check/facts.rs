@@ -39,10 +39,20 @@ impl Checker<'_> {
             ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
             ast::Expr::Aggregate(a) => Err(self.err(a.span, "an aggregate is not a constant")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
+            ast::Expr::Record(branch, args, span) => {
+                let (b, fields) = self.record_shape(branch.as_ref(), args.len(), ty, *span)?;
+                let mut values = Vec::with_capacity(args.len());
+                for (a, fty) in args.iter().zip(fields) {
+                    values.push(self.const_expr(a, fty, what)?);
+                }
+                Ok(self.symbols.pack(b, &values))
+            }
+            ast::Expr::Nil(span) => self.nil_at(ty, *span).map(|()| 0),
+            ast::Expr::Field { span, .. } => Err(self.err(*span, "expected a constant")),
             ast::Expr::Unary(op, inner, span) if op.is_conversion() => {
                 self.fact_returns(op.as_str(), crate::ir::unary_type(*op, ty), ty, *span, what)?;
                 // No variables here: the operand's constants fix its type.
-                let from = super::types::infer_type(inner, &|_| None).unwrap_or(Type::Number);
+                let from = super::types::infer_type(self, inner, &|_| None).unwrap_or(Type::Number);
                 let v = self.const_expr(inner, from, what)?;
                 let value = match from {
                     Type::Symbol => crate::ir::parse_symbol(*op, &self.symbols.resolve(v)),
@@ -52,7 +62,7 @@ impl Checker<'_> {
             }
             ast::Expr::Call(func, args, span) => {
                 self.fact_returns(func.as_str(), crate::ir::call_type(*func), ty, *span, what)?;
-                let operand = super::types::call_operand(*func, args, &|_| None);
+                let operand = super::types::call_operand(self, *func, args, &|_| None);
                 let mut values = Vec::with_capacity(args.len());
                 for (i, a) in args.iter().enumerate() {
                     let want = crate::ir::call_arg_type(*func, operand, i);
@@ -66,10 +76,14 @@ impl Checker<'_> {
             | ast::Expr::Binary {
                 lhs: inner, span, ..
             } => {
-                if ty == Type::Symbol {
+                if ty.is_interned() {
                     return Err(self.err(
                         *span,
-                        format!("type mismatch: {what} is a symbol, but this is arithmetic"),
+                        format!(
+                            "type mismatch: {what} is {} {}, but this is arithmetic",
+                            super::types::article(ty),
+                            self.type_name(ty)
+                        ),
                     ));
                 }
                 self.integral_only(e, ty)?;

@@ -60,6 +60,8 @@ impl Checker<'_> {
                             | ast::Expr::Unary(..)
                             | ast::Expr::Binary { .. }
                             | ast::Expr::Call(..)
+                            | ast::Expr::Record(..)
+                            | ast::Expr::Nil(_)
                     ) {
                         count += 1;
                         at = arg.span();
@@ -97,7 +99,7 @@ impl Checker<'_> {
                     stack.push((rhs, depth + 1));
                     stack.push((lhs, depth + 1));
                 }
-                ast::Expr::Call(_, args, _) => {
+                ast::Expr::Call(_, args, _) | ast::Expr::Record(_, args, _) => {
                     stack.extend(args.iter().rev().map(|a| (a, depth + 1)));
                 }
                 _ => {}

@@ -27,6 +27,7 @@ mod grounding;
 mod limits;
 mod order;
 mod ranges;
+mod records;
 mod resolve;
 mod strata;
 mod types;
@@ -67,6 +68,7 @@ pub fn analyse_with(
         file,
         symbols,
         types: FxHashMap::default(),
+        constructors: FxHashMap::default(),
         relations: Vec::new(),
         by_name: FxHashMap::default(),
         agg_vars: 0,
@@ -340,6 +342,7 @@ fn with_checker<T>(
         file,
         symbols: std::mem::take(symbols),
         types: FxHashMap::default(),
+        constructors: constructors_of(&program.relations, symbols),
         relations: program.relations.clone(),
         by_name: program
             .relations
@@ -357,12 +360,51 @@ fn with_checker<T>(
 struct Checker<'a> {
     file: &'a SourceFile,
     symbols: SymbolTable,
-    /// User-defined type names to their primitive type.
+    /// User-defined type names to their primitive, record or algebraic data type.
     types: FxHashMap<String, Type>,
+    /// Constructors of algebraic data types: their type and branch.
+    constructors: FxHashMap<String, (Type, u32)>,
     relations: Vec<Relation>,
     by_name: FxHashMap<String, RelId>,
     /// Fresh variables made by the rewriting of aggregates so far (module `aggregates`).
     agg_vars: usize,
+}
+
+/// The constructors of the algebraic data types that the columns of `relations` hold,
+/// directly or in fields.
+fn constructors_of(
+    relations: &[Relation],
+    symbols: &SymbolTable,
+) -> FxHashMap<String, (Type, u32)> {
+    let mut out = FxHashMap::default();
+    let mut todo: Vec<u32> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for r in relations {
+        for t in &r.types {
+            if let Type::Record(i) = t {
+                todo.push(*i);
+            }
+        }
+    }
+    while let Some(i) = todo.pop() {
+        if !seen.insert(i) {
+            continue;
+        }
+        let Some(rt) = symbols.record_type(i) else {
+            continue;
+        };
+        for (b, branch) in rt.branches.iter().enumerate() {
+            if rt.adt {
+                out.insert(branch.name.clone(), (Type::Record(i), b as u32));
+            }
+            for (_, t) in &branch.fields {
+                if let Type::Record(j) = t {
+                    todo.push(*j);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn err(file: &SourceFile, span: Span, msg: impl Into<String>) -> Diagnostic {
@@ -380,7 +422,8 @@ impl Checker<'_> {
         self.check_body_length(rule)?;
         let head = self.lookup(&rule.head.relation)?;
         self.check_arity(&rule.head, head)?;
-        let body = self.desugar(rule)?;
+        let mut body = self.desugar(rule)?;
+        self.take_records_apart(&mut body)?;
         let typing = self.infer_types(rule, head, &body)?;
         self.check_grounded(rule, &body)?;
         let mut lowered = self.lower(rule, head, &body, &typing)?;
@@ -418,10 +461,14 @@ fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
             visit_vars(lhs, f);
             visit_vars(rhs, f);
         }
-        ast::Expr::Call(_, args, _) => args.iter().for_each(|a| visit_vars(a, f)),
+        ast::Expr::Call(_, args, _) | ast::Expr::Record(_, args, _) => {
+            args.iter().for_each(|a| visit_vars(a, f))
+        }
+        ast::Expr::Field { record, .. } => visit_vars(record, f),
         ast::Expr::Wildcard(_)
         | ast::Expr::Str(..)
         | ast::Expr::Num(..)
+        | ast::Expr::Nil(_)
         | ast::Expr::Aggregate(_) => {}
     }
 }

@@ -54,7 +54,9 @@ pub(super) fn has_range(rule: &ast::Rule) -> bool {
 fn contains_range(e: &Expr, deep: bool) -> bool {
     match e {
         Expr::Call(Functor::Range, ..) => true,
-        Expr::Call(_, args, _) => args.iter().any(|a| contains_range(a, deep)),
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter().any(|a| contains_range(a, deep))
+        }
         Expr::Neg(i, _) | Expr::Unary(_, i, _) => contains_range(i, deep),
         Expr::Binary { lhs, rhs, .. } => contains_range(lhs, deep) || contains_range(rhs, deep),
         Expr::Aggregate(a) if deep => {
@@ -79,7 +81,9 @@ fn range_in_aggregate(e: &Expr) -> Option<Span> {
             let whole = Expr::Aggregate(a.clone());
             contains_range(&whole, true).then_some(a.span)
         }
-        Expr::Call(_, args, _) => args.iter().find_map(range_in_aggregate),
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter().find_map(range_in_aggregate)
+        }
         Expr::Neg(i, _) | Expr::Unary(_, i, _) => range_in_aggregate(i),
         Expr::Binary { lhs, rhs, .. } => {
             range_in_aggregate(lhs).or_else(|| range_in_aggregate(rhs))
@@ -120,7 +124,7 @@ fn take_ranges(
             });
             *e = var(&name, *span);
         }
-        Expr::Call(_, args, _) => {
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
             for a in args {
                 take_ranges(a, found, counter, file)?;
             }
@@ -284,7 +288,7 @@ impl Checker<'_> {
     /// The type of a range: its arguments', else its value's place's, else `number`.
     fn range_type(&self, t: &Taken, rule: &ast::Rule, vars: &HashMap<String, Type>) -> Type {
         let of_var = |v: &Ident| vars.get(&v.name).copied();
-        if let Some(ty) = t.args.iter().find_map(|a| infer_type(a, &of_var)) {
+        if let Some(ty) = t.args.iter().find_map(|a| infer_type(self, a, &of_var)) {
             return ty;
         }
         // The names its value goes by: its variable, and `v` of `v = range(..)`.

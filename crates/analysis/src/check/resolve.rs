@@ -5,9 +5,9 @@
 
 use super::Checker;
 use crate::ir::{IoSpec, RelId, Relation};
-use crate::value::Type;
-use dynalog_syntax::Diagnostic;
+use crate::value::{Branch, RecordType, Type};
 use dynalog_syntax::ast;
+use dynalog_syntax::{Diagnostic, Span};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -51,12 +51,114 @@ impl Checker<'_> {
             }
             by_name.insert(&d.name.name, d);
         }
-        let mut resolved: FxHashMap<&str, Type> = FxHashMap::default();
-        for d in &decls {
-            let ty = self.resolve_type_decl(d, &by_name, &mut resolved)?;
-            self.types.insert(d.name.name.clone(), ty);
+        // Record and algebraic data types are types of their own, numbered in the table's
+        // registry after the types it has; the others resolve to a primitive type or to
+        // one of them.
+        let record_decls: Vec<&ast::TypeDecl> = decls
+            .iter()
+            .copied()
+            .filter(|d| d.shape != ast::TypeShape::Named)
+            .collect();
+        let key = types_key(&decls);
+        let guess = self
+            .symbols
+            .type_set(&key)
+            .unwrap_or(self.symbols.types_len());
+        let (resolved, defs) = self.resolve_all(&decls, &record_decls, &by_name, guess)?;
+        let base = self.symbols.define_types(&key, |_| defs.clone());
+        // Another checker on the same table may have registered types in between.
+        let shift = |t: Type| match t {
+            Type::Record(i) => Type::Record(i - guess + base),
+            t => t,
+        };
+        for (name, ty) in resolved {
+            self.types.insert(name.to_string(), shift(ty));
+        }
+        for (i, d) in record_decls.iter().enumerate() {
+            let ty = Type::Record(base + i as u32);
+            for (b, c) in defs[i].branches.iter().enumerate() {
+                if defs[i].adt {
+                    if let Some((other, _)) = self.constructors.get(&c.name)
+                        && *other != ty
+                    {
+                        let span = match &d.shape {
+                            ast::TypeShape::Adt(cs) => cs[b].name.span,
+                            _ => d.name.span,
+                        };
+                        return Err(
+                            self.err(span, format!("constructor `{}` is declared twice", c.name))
+                        );
+                    }
+                    self.constructors.insert(c.name.clone(), (ty, b as u32));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Every declared type resolved, record types numbered from `base`; and the
+    /// definitions of the record types.
+    fn resolve_all<'d>(
+        &self,
+        decls: &[&'d ast::TypeDecl],
+        record_decls: &[&'d ast::TypeDecl],
+        by_name: &FxHashMap<&str, &'d ast::TypeDecl>,
+        base: u32,
+    ) -> Result<(FxHashMap<&'d str, Type>, Vec<RecordType>), Diagnostic> {
+        let mut resolved: FxHashMap<&str, Type> = FxHashMap::default();
+        for (i, d) in record_decls.iter().enumerate() {
+            resolved.insert(d.name.name.as_str(), Type::Record(base + i as u32));
+        }
+        for d in decls {
+            let ty = self.resolve_type_decl(d, by_name, &mut resolved)?;
+            resolved.insert(d.name.name.as_str(), ty);
+        }
+        let field_type = |ty: &ast::Ident| {
+            Type::from_name(&ty.name)
+                .or_else(|| resolved.get(ty.name.as_str()).copied())
+                .ok_or_else(|| self.err(ty.span, format!("unknown type `{}`", ty.name)))
+        };
+        let fields = |fs: &[(ast::Ident, ast::Ident)]| -> Result<Vec<(String, Type)>, Diagnostic> {
+            fs.iter()
+                .map(|(f, t)| Ok((f.name.clone(), field_type(t)?)))
+                .collect()
+        };
+        let mut defs = Vec::new();
+        let mut seen: FxHashMap<&str, Span> = FxHashMap::default();
+        for d in record_decls {
+            defs.push(match &d.shape {
+                ast::TypeShape::Record(fs) => RecordType {
+                    name: d.name.name.clone(),
+                    adt: false,
+                    branches: vec![Branch {
+                        name: String::new(),
+                        fields: fields(fs)?,
+                    }],
+                },
+                ast::TypeShape::Adt(cs) => {
+                    let mut branches = Vec::new();
+                    for c in cs {
+                        if seen.insert(c.name.name.as_str(), c.name.span).is_some() {
+                            return Err(self.err(
+                                c.name.span,
+                                format!("constructor `{}` is declared twice", c.name.name),
+                            ));
+                        }
+                        branches.push(Branch {
+                            name: c.name.name.clone(),
+                            fields: fields(&c.fields)?,
+                        });
+                    }
+                    RecordType {
+                        name: d.name.name.clone(),
+                        adt: true,
+                        branches,
+                    }
+                }
+                ast::TypeShape::Named => continue,
+            });
+        }
+        Ok((resolved, defs))
     }
 
     /// The primitive type of a declared type, following the types it is defined in
@@ -137,6 +239,17 @@ impl Checker<'_> {
             }
         }
         finished.ok_or_else(|| self.err(d.span, "a type definition needs a base type"))
+    }
+
+    /// A record or algebraic data type's declared name (`record` for an unknown one).
+    pub(super) fn type_name(&self, ty: Type) -> String {
+        match ty {
+            Type::Record(t) => self
+                .symbols
+                .record_type(t)
+                .map_or_else(|| "record".to_string(), |rt| rt.name),
+            t => t.name().to_string(),
+        }
     }
 
     fn type_named(&self, name: &ast::Ident) -> Result<Type, Diagnostic> {
@@ -435,4 +548,36 @@ impl Checker<'_> {
         }
         Ok(())
     }
+}
+
+/// The canonical text of a program's type declarations: programs with the same text
+/// have the same record types.
+fn types_key(decls: &[&ast::TypeDecl]) -> String {
+    use std::fmt::Write;
+    let mut key = String::new();
+    let list = |fs: &[(ast::Ident, ast::Ident)]| {
+        fs.iter()
+            .map(|(f, t)| format!("{}:{}", f.name, t.name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    for d in decls {
+        let _ = write!(key, "{}=", d.name.name);
+        match &d.shape {
+            ast::TypeShape::Named => {
+                let of: Vec<&str> = d.of.iter().map(|o| o.name.as_str()).collect();
+                let _ = write!(key, "{}", of.join("|"));
+            }
+            ast::TypeShape::Record(fs) => {
+                let _ = write!(key, "[{}]", list(fs));
+            }
+            ast::TypeShape::Adt(cs) => {
+                for c in cs {
+                    let _ = write!(key, "{}{{{}}}|", c.name.name, list(&c.fields));
+                }
+            }
+        }
+        key.push(';');
+    }
+    key
 }

@@ -761,7 +761,7 @@ fn string_functors_are_typed() {
     ))
     .expect("checks");
     let rule = &p.rules[0];
-    assert!(rule.uses_strings());
+    assert!(rule.uses_table());
     assert_eq!(
         p.rules[0].display(&p).to_string(),
         "s(cat(x, to_string(y), substr(x, 0, y))) :- s(x), contains(\"a\", x), \
@@ -931,5 +931,122 @@ fn error_conversions() {
         4,
         29,
         "`bnot` works on numbers and unsigned, but this expression is a float",
+    );
+}
+
+const RECORDS: &str = ".type P = [a: number, b: symbol]\n.type T = L {x: number} | N {l: T, r: T} | E {}\n.decl p(x: P)\n.decl t(x: T)\n.decl n(x: number)\n";
+
+#[test]
+fn records_are_taken_apart_where_bound_and_built_where_not() {
+    let p = check(&format!(
+        "{RECORDS}n(a) :- p([a, _]).\nt($N(x, $E)) :- t(x).\nn(a) :- t(v), v = $N($L(a), _).\np(r) :- n(a), r = [a, \"s\"].\np([a, b]) :- p(x), x = [a, b], x != [1, \"z\"]."
+    ))
+    .unwrap();
+    let shown: Vec<String> = p.rules.iter().map(|r| r.display(&p).to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "n(a) :- p(_arg0), a := _arg0.0.",
+            "t($N(x, $E())) :- t(x).",
+            "n(a) :- t(v), @f0 := v.N.0, a := @f0.L.0.",
+            "p(r) :- n(a), r := [a, \"s\"].",
+            "p([a, b]) :- p(x), x != [1, \"z\"], a := x.0, b := x.1.",
+        ]
+    );
+}
+
+#[test]
+fn record_errors_are_located() {
+    let r = RECORDS.lines().count() + 1;
+    check_err(
+        &format!("{RECORDS}p([1]).\n"),
+        r,
+        3,
+        "`P` has 2 field(s), but 1 are written here",
+    );
+    check_err(
+        &format!("{RECORDS}n([1, \"a\"]).\n"),
+        r,
+        3,
+        "this is a record, but this expression needs a number",
+    );
+    check_err(
+        &format!("{RECORDS}t($Q(1)).\n"),
+        r,
+        4,
+        "unknown constructor `$Q`",
+    );
+    check_err(
+        &format!("{RECORDS}p($L(1)).\n"),
+        r,
+        3,
+        "this is `$L`, but this expression needs a P",
+    );
+    check_err(
+        &format!("{RECORDS}t(nil).\n"),
+        r,
+        3,
+        "`nil` is a record, but this expression needs a T",
+    );
+    check_err(
+        &format!("{RECORDS}t([1]).\n"),
+        r,
+        3,
+        "`T` is an algebraic data type (write `$Constructor(...)`)",
+    );
+    check_err(
+        &format!("{RECORDS}n(1) :- p(x), p(y), x < y.\n"),
+        r,
+        21,
+        "records can only be compared with = and !=",
+    );
+    check_err(
+        &format!("{RECORDS}p(x + 1) :- p(x).\n"),
+        r,
+        3,
+        "arithmetic on records",
+    );
+    check_err(
+        &format!("{RECORDS}n(a) :- n(a), a = [b, c].\n"),
+        r,
+        20,
+        "this record pattern is matched with a number",
+    );
+    check_err(
+        &format!("{RECORDS}n(a) :- p([a, b, c]).\n"),
+        r,
+        18,
+        "`P` has 2 field(s), but this pattern has more",
+    );
+    check_err(
+        &format!("{RECORDS}n(a) :- t($L(a, b)).\n"),
+        r,
+        17,
+        "`$L` has 1 field(s), but this pattern has more",
+    );
+    check_err(
+        &format!("{RECORDS}p([a, b]) :- n(a).\n"),
+        r,
+        7,
+        "variable `b` in the head is not grounded",
+    );
+    check_err(
+        &format!("{RECORDS}n(s) :- s = sum x : {{ p(x) }}.\n"),
+        r,
+        17,
+        "`sum` aggregates numbers, and this is a record",
+    );
+    check_err(
+        ".type T = A {} | B {}\n.type U = A {}\n",
+        2,
+        11,
+        "constructor `A` is declared twice",
+    );
+    check_err(".type R = [a: Nope]\n", 1, 15, "unknown type `Nope`");
+    check_err(
+        &format!("{RECORDS}n(1) :- n(a), [a] != [2].\n"),
+        r,
+        15,
+        "the type of this record is not known here",
     );
 }

@@ -110,7 +110,7 @@ impl Checker<'_> {
                 if types[slot].is_some() {
                     continue;
                 }
-                if let Some(t) = rc.infer(b, &types) {
+                if let Some(t) = rc.infer(self, b, &types) {
                     types[slot] =
                         Some((t, format!("the comparison `{}`", self.file.slice(b.span()))));
                     for &q in &readers[slot] {
@@ -171,20 +171,35 @@ impl Checker<'_> {
         }
         let mut lowered_constraints = Vec::new();
         for (op, lhs, rhs, span) in constraints {
-            let ty = rc
-                .infer(lhs, types)
-                .or_else(|| rc.infer(rhs, types))
-                .unwrap_or(if is_float_literal(lhs) || is_float_literal(rhs) {
-                    Type::Float
-                } else {
-                    Type::Number
-                });
-            if ty == Type::Symbol && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            let inferred = rc
+                .infer(self, lhs, types)
+                .or_else(|| rc.infer(self, rhs, types));
+            if inferred.is_none()
+                && let Some(r) = [lhs, rhs]
+                    .into_iter()
+                    .find(|e| matches!(e, ast::Expr::Record(None, ..) | ast::Expr::Nil(_)))
+            {
+                return Err(self.err(
+                    r.span(),
+                    "the type of this record is not known here: compare it with a variable or column of a record type",
+                ));
+            }
+            let ty = inferred.unwrap_or(if is_float_literal(lhs) || is_float_literal(rhs) {
+                Type::Float
+            } else {
+                Type::Number
+            });
+            if ty.is_interned() && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                 return Err(self.err(
                     *span,
                     format!(
-                        "`{}` compares numbers; symbols can only be compared with = and !=",
-                        op.as_str()
+                        "`{}` compares numbers; {} can only be compared with = and !=",
+                        op.as_str(),
+                        if ty == Type::Symbol {
+                            "symbols"
+                        } else {
+                            "records"
+                        }
                     ),
                 ));
             }
@@ -242,6 +257,8 @@ impl Checker<'_> {
                             // The fresh variable of an aggregate (module `aggregates`).
                             if v.name.starts_with("@a") {
                                 "this aggregate's result".to_string()
+                            } else if v.name.starts_with("@f") {
+                                "this record's field".to_string()
                             } else if v.name.starts_with("@r") {
                                 // The fresh variable of a range (module `ranges`).
                                 "this range's value".to_string()
@@ -250,7 +267,9 @@ impl Checker<'_> {
                             },
                             article(vt),
                             article(ty)
-                        ),
+                        )
+                        .replace(&format!(" {vt}, "), &format!(" {}, ", self.type_name(vt)))
+                        .replace(&format!(" {ty}"), &format!(" {}", self.type_name(ty))),
                     ));
                 }
                 ir::Expr::Var(slot)
@@ -263,13 +282,25 @@ impl Checker<'_> {
                 self.returns(op.as_str(), ir::unary_type(*op, ty), ty, *span)?;
                 // The operand's type is what fixes it, `number` if nothing does. A
                 // symbol's text is read as a number.
-                let from = infer_type(inner, &|v| Some(var_types[rc.slot(v) as usize]))
+                let from = infer_type(self, inner, &|v| Some(var_types[rc.slot(v) as usize]))
                     .unwrap_or(Type::Number);
+                if let Type::Record(_) = from {
+                    return Err(self.err(
+                        inner.span(),
+                        format!("`{}` cannot convert a record", op.as_str()),
+                    ));
+                }
                 ir::Expr::Unary(*op, from, Box::new(self.expr(rc, inner, from, var_types)?))
             }
             ast::Expr::Call(func, args, span) => {
                 self.returns(func.as_str(), ir::call_type(*func), ty, *span)?;
-                let operand = call_operand(*func, args, &|v| Some(var_types[rc.slot(v) as usize]));
+                let operand =
+                    call_operand(self, *func, args, &|v| Some(var_types[rc.slot(v) as usize]));
+                if let Type::Record(_) = operand {
+                    return Err(
+                        self.err(*span, format!("`{}` cannot take a record", func.as_str()))
+                    );
+                }
                 let mut lowered = Vec::with_capacity(args.len());
                 for (i, a) in args.iter().enumerate() {
                     let want = ir::call_arg_type(*func, operand, i);
@@ -283,15 +314,74 @@ impl Checker<'_> {
                 }
                 ir::Expr::Call(*func, operand, lowered)
             }
+            ast::Expr::Record(branch, args, span) => {
+                let (b, fields) = self.record_shape(branch.as_ref(), args.len(), ty, *span)?;
+                let mut lowered = Vec::with_capacity(args.len());
+                for (a, fty) in args.iter().zip(fields) {
+                    lowered.push(self.expr(rc, a, fty, var_types)?);
+                }
+                ir::Expr::Pack {
+                    ty,
+                    branch: b,
+                    fields: lowered,
+                }
+            }
+            ast::Expr::Nil(span) => {
+                self.nil_at(ty, *span)?;
+                ir::Expr::Const(0)
+            }
+            ast::Expr::Field {
+                record,
+                branch,
+                index,
+                span,
+            } => {
+                let rty = infer_type(self, record, &|v| Some(var_types[rc.slot(v) as usize]))
+                    .unwrap_or(Type::Number);
+                let fty = self
+                    .field_type(rty, branch.as_ref(), *index)
+                    .map_err(|m| self.err(*span, m))?;
+                if fty != ty {
+                    return Err(self.err(
+                        *span,
+                        format!(
+                            "type mismatch: this field is {} {}, but it is matched with {} {}",
+                            article(fty),
+                            self.type_name(fty),
+                            article(ty),
+                            self.type_name(ty)
+                        ),
+                    ));
+                }
+                let b = match branch {
+                    Some(b) => self.constructors.get(&b.name).map_or(0, |c| c.1),
+                    None => 0,
+                };
+                ir::Expr::Unpack {
+                    ty: rty,
+                    record: Box::new(self.expr(rc, record, rty, var_types)?),
+                    branch: b,
+                    index: *index as u32,
+                }
+            }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {
                 lhs: inner, span, ..
             } => {
-                if ty == Type::Symbol {
+                if ty.is_interned() {
                     return Err(self.err(
                         *span,
-                        "type mismatch: arithmetic on symbols (this expression must be a symbol)",
+                        format!(
+                            "type mismatch: arithmetic on {} (this expression must be {} {})",
+                            if ty == Type::Symbol {
+                                "symbols"
+                            } else {
+                                "records"
+                            },
+                            article(ty),
+                            self.type_name(ty)
+                        ),
                     ));
                 }
                 self.integral_only(e, ty)?;
@@ -307,6 +397,143 @@ impl Checker<'_> {
                     _ => ir::Expr::Neg(ty, Box::new(l)),
                 }
             }
+        })
+    }
+
+    /// The constructor (0 for a record type) and field types of a record written with
+    /// `n` fields (constructor `branch`) where type `ty` is needed.
+    pub(super) fn record_shape(
+        &self,
+        branch: Option<&ast::Ident>,
+        n: usize,
+        ty: Type,
+        span: dynalog_syntax::Span,
+    ) -> Result<(u32, Vec<Type>), Diagnostic> {
+        let written = match branch {
+            Some(b) => format!("`${}`", b.name),
+            None => "a record".to_string(),
+        };
+        let mismatch = || {
+            self.err(
+                span,
+                format!(
+                    "type mismatch: this is {written}, but this expression needs {} {}",
+                    article(ty),
+                    self.type_name(ty)
+                ),
+            )
+        };
+        let Type::Record(t) = ty else {
+            return Err(match branch {
+                Some(b) if !self.constructors.contains_key(&b.name) => {
+                    self.err(b.span, format!("unknown constructor `${}`", b.name))
+                }
+                _ => mismatch(),
+            });
+        };
+        let Some(rt) = self.symbols.record_type(t) else {
+            return Err(mismatch());
+        };
+        let b = match branch {
+            Some(b) => match rt.branches.iter().position(|x| x.name == b.name) {
+                Some(i) if rt.adt => i,
+                _ if self.constructors.contains_key(&b.name) => return Err(mismatch()),
+                _ => {
+                    return Err(self.err(b.span, format!("unknown constructor `${}`", b.name)));
+                }
+            },
+            None if rt.adt => {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "type mismatch: this is a record, but `{}` is an algebraic data type (write `$Constructor(...)`)",
+                        rt.name
+                    ),
+                ));
+            }
+            None => 0,
+        };
+        let fields: Vec<Type> = rt.branches[b].fields.iter().map(|(_, t)| *t).collect();
+        if fields.len() != n {
+            let what = match branch {
+                Some(c) => format!("`${}`", c.name),
+                None => format!("`{}`", rt.name),
+            };
+            return Err(self.err(
+                span,
+                format!(
+                    "{what} has {} field(s), but {n} are written here",
+                    fields.len()
+                ),
+            ));
+        }
+        Ok((b as u32, fields))
+    }
+
+    /// Refuse `nil` where type `ty` is needed, unless it is a record type.
+    pub(super) fn nil_at(&self, ty: Type, span: dynalog_syntax::Span) -> Result<(), Diagnostic> {
+        match ty {
+            Type::Record(t) if self.symbols.record_type(t).is_some_and(|rt| !rt.adt) => Ok(()),
+            _ => Err(self.err(
+                span,
+                format!(
+                    "type mismatch: `nil` is a record, but this expression needs {} {}",
+                    article(ty),
+                    self.type_name(ty)
+                ),
+            )),
+        }
+    }
+
+    /// The type of field `index` of a record of type `ty` made by constructor `branch`.
+    pub(super) fn field_type(
+        &self,
+        ty: Type,
+        branch: Option<&ast::Ident>,
+        index: usize,
+    ) -> Result<Type, String> {
+        let Type::Record(t) = ty else {
+            return Err(format!(
+                "type mismatch: this record pattern is matched with {} {}",
+                article(ty),
+                self.type_name(ty)
+            ));
+        };
+        let rt = self
+            .symbols
+            .record_type(t)
+            .ok_or_else(|| "unknown record type".to_string())?;
+        let b = match branch {
+            Some(b) => rt
+                .branches
+                .iter()
+                .position(|x| x.name == b.name)
+                .filter(|_| rt.adt)
+                .ok_or_else(|| {
+                    format!(
+                        "type mismatch: `${}` is not a constructor of `{}`",
+                        b.name, rt.name
+                    )
+                })?,
+            None if rt.adt => {
+                return Err(format!(
+                    "type mismatch: this is a record, but `{}` is an algebraic data type (write `$Constructor(...)`)",
+                    rt.name
+                ));
+            }
+            None => 0,
+        };
+        let fields = &rt.branches[b].fields;
+        fields.get(index).map(|(_, t)| *t).ok_or_else(|| {
+            format!(
+                "`{}` has {} field(s), but this pattern has more",
+                if rt.adt {
+                    format!("${}", rt.branches[b].name)
+                } else {
+                    rt.name.clone()
+                },
+                fields.len()
+            )
         })
     }
 
@@ -362,7 +589,18 @@ impl Checker<'_> {
             (ast::Expr::Str(s, _), Type::Symbol) => Ok(self.symbols.intern(s)),
             (ast::Expr::Str(s, span), t) => Err(self.err(
                 *span,
-                format!("type mismatch: {what} is a {t}, but {s:?} is a symbol"),
+                format!(
+                    "type mismatch: {what} is {} {}, but {s:?} is a symbol",
+                    article(t),
+                    self.type_name(t)
+                ),
+            )),
+            (ast::Expr::Num(_, span), t @ Type::Record(_)) => Err(self.err(
+                *span,
+                format!(
+                    "type mismatch: {what} is a {}, but this is a number",
+                    self.type_name(t)
+                ),
             )),
             (ast::Expr::Num(_, span), Type::Symbol) => Err(self.err(
                 *span,
@@ -397,15 +635,39 @@ impl Checker<'_> {
 
 impl Slots {
     /// The type of an expression if something fixes it.
-    fn infer(&self, e: &ast::Expr, types: &[Option<(Type, String)>]) -> Option<Type> {
-        infer_type(e, &|v| types[self.slot(v) as usize].as_ref().map(|t| t.0))
+    fn infer(
+        &self,
+        cx: &Checker<'_>,
+        e: &ast::Expr,
+        types: &[Option<(Type, String)>],
+    ) -> Option<Type> {
+        infer_type(cx, e, &|v| {
+            types[self.slot(v) as usize].as_ref().map(|t| t.0)
+        })
     }
 }
 
 /// The type of an expression if something fixes it, a variable's type being `var`'s.
-pub(super) fn infer_type(e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type>) -> Option<Type> {
+pub(super) fn infer_type(
+    cx: &Checker<'_>,
+    e: &ast::Expr,
+    var: &dyn Fn(&ast::Ident) -> Option<Type>,
+) -> Option<Type> {
+    let infer_type =
+        |e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type>| infer_type(cx, e, var);
     match e {
         ast::Expr::Var(v) => var(v),
+        // A constructor fixes its type; a record or `nil` takes its place's.
+        ast::Expr::Record(Some(b), ..) => cx.constructors.get(&b.name).map(|(t, _)| *t),
+        ast::Expr::Record(None, ..) | ast::Expr::Nil(_) => None,
+        ast::Expr::Field {
+            record,
+            branch,
+            index,
+            ..
+        } => cx
+            .field_type(infer_type(record, var)?, branch.as_ref(), *index)
+            .ok(),
         ast::Expr::Str(..) => Some(Type::Symbol),
         ast::Expr::Num(ast::Number::Float(_), _) => Some(Type::Float),
         ast::Expr::Num(ast::Number::Unsigned(_), _) => Some(Type::Unsigned),
@@ -421,12 +683,13 @@ pub(super) fn infer_type(e: &ast::Expr, var: &dyn Fn(&ast::Ident) -> Option<Type
 /// The operand type of a functor on symbols: for `to_string` (whose operand may be of
 /// any type) what fixes it, `number` if nothing does; `symbol` for the others.
 pub(super) fn call_operand(
+    cx: &Checker<'_>,
     func: ast::Functor,
     args: &[ast::Expr],
     var: &dyn Fn(&ast::Ident) -> Option<Type>,
 ) -> Type {
     match (func, args.first()) {
-        (ast::Functor::ToString, Some(a)) => infer_type(a, var).unwrap_or(Type::Number),
+        (ast::Functor::ToString, Some(a)) => infer_type(cx, a, var).unwrap_or(Type::Number),
         _ => Type::Symbol,
     }
 }

@@ -108,6 +108,7 @@ impl<'a, T> Show<'a, T> {
     fn constant(&self, v: Value, ty: Type) -> String {
         match ty {
             Type::Symbol => format!("{:?}", self.program.symbols.resolve(v)),
+            Type::Record(_) => ty.render_quoted(v, &self.program.symbols.read()),
             _ => ty.render(v, &self.program.symbols),
         }
     }
@@ -182,6 +183,41 @@ impl fmt::Display for Show<'_, Expr> {
                     write!(f, "{}", self.with(a, super::call_arg_type(*func, *ty, i)))?;
                 }
                 f.write_str(")")
+            }
+            Expr::Pack { ty, branch, fields } => {
+                let (name, types) = super::record_branch(&self.program.symbols, *ty, *branch);
+                let close = match &name {
+                    Some(n) => {
+                        write!(f, "${n}(")?;
+                        ")"
+                    }
+                    None => {
+                        f.write_str("[")?;
+                        "]"
+                    }
+                };
+                for (i, a) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    let t = types.get(i).copied().unwrap_or(Type::Number);
+                    write!(f, "{}", self.with(a, t))?;
+                }
+                f.write_str(close)
+            }
+            // Field `index` as `record.index` (`record.Branch.index` for a constructor).
+            Expr::Unpack {
+                ty,
+                record,
+                branch,
+                index,
+            } => {
+                let (name, _) = super::record_branch(&self.program.symbols, *ty, *branch);
+                operand(f, record)?;
+                match name {
+                    Some(n) => write!(f, ".{n}.{index}"),
+                    None => write!(f, ".{index}"),
+                }
             }
         }
     }

@@ -99,6 +99,21 @@ pub enum Expr {
     /// (`Symbol` for the others). `contains` and `match` give 1 or 0, and stand in a
     /// body as a [`Literal::Filter`] `!= 0` (`= 0` negated).
     Call(Functor, Type, Vec<Expr>),
+    /// A record of record type `ty` made from its fields by constructor `branch` (0
+    /// for a record type), interned in the program's table ([`SymbolTable::pack`]).
+    Pack {
+        ty: Type,
+        branch: u32,
+        fields: Vec<Expr>,
+    },
+    /// Field `index` of a record of record type `ty`, if constructor `branch` made it
+    /// (no value for another constructor or `nil`): how a body takes a record apart.
+    Unpack {
+        ty: Type,
+        record: Box<Expr>,
+        branch: u32,
+        index: u32,
+    },
 }
 
 /// A body atom `r(t1, ..., tn)`.
@@ -152,12 +167,12 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether the rule reads or makes symbols' text (see [`Expr::uses_strings`]).
-    pub fn uses_strings(&self) -> bool {
-        self.head.args.iter().any(Expr::uses_strings)
+    /// Whether the rule reads or makes symbols' text (see [`Expr::uses_table`]).
+    pub fn uses_table(&self) -> bool {
+        self.head.args.iter().any(Expr::uses_table)
             || self.body.iter().any(|l| match l {
-                Literal::Filter { lhs, rhs, .. } => lhs.uses_strings() || rhs.uses_strings(),
-                Literal::Assign { expr, .. } => expr.uses_strings(),
+                Literal::Filter { lhs, rhs, .. } => lhs.uses_table() || rhs.uses_table(),
+                Literal::Assign { expr, .. } => expr.uses_table(),
                 Literal::Atom(_) | Literal::Not(_) => false,
             })
     }
@@ -394,7 +409,7 @@ pub fn eval_arith(op: ArithOp, ty: Type, lhs: Value, rhs: Value) -> Option<Value
             };
             Some(r.to_bits())
         }
-        Type::Symbol => None,
+        Type::Symbol | Type::Record(_) => None,
     }
 }
 
@@ -432,7 +447,7 @@ pub fn eval_neg(ty: Type, v: Value) -> Option<Value> {
         Type::Number => Some((v as i32).wrapping_neg() as u32),
         Type::Unsigned => Some(v.wrapping_neg()),
         Type::Float => Some((-f32::from_bits(v)).to_bits()),
-        Type::Symbol => None,
+        Type::Symbol | Type::Record(_) => None,
     }
 }
 
@@ -464,7 +479,7 @@ pub fn unary_type(op: UnaryOp, ty: Type) -> Type {
 /// `None` for `bnot`/`lnot` on floats and anything on symbols (analysis rejects them:
 /// converting a symbol needs its text, which evaluation does not have).
 pub fn eval_unary(op: UnaryOp, ty: Type, v: Value) -> Option<Value> {
-    if ty == Type::Symbol {
+    if ty.is_interned() {
         return None;
     }
     let float = || f32::from_bits(v) as f64;
@@ -501,7 +516,7 @@ pub fn eval_cmp(op: CmpOp, ty: Type, lhs: Value, rhs: Value) -> bool {
     use std::cmp::Ordering;
     let ord = match ty {
         Type::Number => (lhs as i32).cmp(&(rhs as i32)),
-        Type::Unsigned | Type::Symbol => lhs.cmp(&rhs),
+        Type::Unsigned | Type::Symbol | Type::Record(_) => lhs.cmp(&rhs),
         Type::Float => match f32::from_bits(lhs).partial_cmp(&f32::from_bits(rhs)) {
             Some(o) => o,
             // NaN: only != holds.
@@ -515,6 +530,24 @@ pub fn eval_cmp(op: CmpOp, ty: Type, lhs: Value, rhs: Value) -> bool {
         CmpOp::Le => ord != Ordering::Greater,
         CmpOp::Gt => ord == Ordering::Greater,
         CmpOp::Ge => ord != Ordering::Less,
+    }
+}
+
+/// The name of constructor `branch` of record type `ty` (`None` for a record type),
+/// and its fields' types.
+pub fn record_branch(symbols: &SymbolTable, ty: Type, branch: u32) -> (Option<String>, Vec<Type>) {
+    let Type::Record(t) = ty else {
+        return (None, Vec::new());
+    };
+    let Some(rt) = symbols.record_type(t) else {
+        return (None, Vec::new());
+    };
+    match rt.branches.into_iter().nth(branch as usize) {
+        Some(b) => (
+            rt.adt.then_some(b.name),
+            b.fields.into_iter().map(|(_, t)| t).collect(),
+        ),
+        None => (None, Vec::new()),
     }
 }
 
@@ -550,6 +583,25 @@ impl Expr {
                     eval_call(*f, *ty, &values?, symbols)
                 }
             }
+            Expr::Pack { branch, fields, .. } => {
+                let mut values = [0; 4];
+                if fields.len() <= values.len() {
+                    for (v, a) in values.iter_mut().zip(fields) {
+                        *v = a.eval(slots, symbols)?;
+                    }
+                    Some(symbols.pack(*branch, &values[..fields.len()]))
+                } else {
+                    let values: Option<Vec<Value>> =
+                        fields.iter().map(|a| a.eval(slots, symbols)).collect();
+                    Some(symbols.pack(*branch, &values?))
+                }
+            }
+            Expr::Unpack {
+                record,
+                branch,
+                index,
+                ..
+            } => symbols.unpack(record.eval(slots, symbols)?, *branch, *index),
         }
     }
 
@@ -563,18 +615,25 @@ impl Expr {
                 rhs.for_each_var(f);
             }
             Expr::Neg(_, e) | Expr::Unary(_, _, e) => e.for_each_var(f),
-            Expr::Call(_, _, args) => args.iter().for_each(|a| a.for_each_var(f)),
+            Expr::Call(_, _, args) | Expr::Pack { fields: args, .. } => {
+                args.iter().for_each(|a| a.for_each_var(f))
+            }
+            Expr::Unpack { record, .. } => record.for_each_var(f),
         }
     }
 
     /// Whether it reads or makes symbols' text (a string functor or a conversion of a
-    /// symbol): such an expression needs the program's symbol table when evaluated.
-    pub fn uses_strings(&self) -> bool {
+    /// symbol) or records: such an expression needs the program's table when
+    /// evaluated.
+    pub fn uses_table(&self) -> bool {
         match self {
             Expr::Var(_) | Expr::Const(_) => false,
-            Expr::Call(..) | Expr::Unary(_, Type::Symbol, _) => true,
-            Expr::Binary { lhs, rhs, .. } => lhs.uses_strings() || rhs.uses_strings(),
-            Expr::Neg(_, e) | Expr::Unary(_, _, e) => e.uses_strings(),
+            Expr::Call(..)
+            | Expr::Unary(_, Type::Symbol, _)
+            | Expr::Pack { .. }
+            | Expr::Unpack { .. } => true,
+            Expr::Binary { lhs, rhs, .. } => lhs.uses_table() || rhs.uses_table(),
+            Expr::Neg(_, e) | Expr::Unary(_, _, e) => e.uses_table(),
         }
     }
 }
@@ -664,7 +723,7 @@ mod tests {
         };
         let text = Expr::Call(Functor::ToString, Type::Number, vec![ten_times]);
         let len = Expr::Call(Functor::Strlen, Type::Symbol, vec![text.clone()]);
-        assert!(len.uses_strings() && !div0_free().uses_strings());
+        assert!(len.uses_table() && !div0_free().uses_table());
         assert_eq!(len.eval(&[(-42i32) as u32], &st), Some(4));
         assert_eq!(text.eval(&[7], &st), st.lookup("70"));
         let n = Expr::Unary(UnaryOp::ToNumber, Type::Symbol, Box::new(Expr::Var(0)));

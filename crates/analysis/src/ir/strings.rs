@@ -109,7 +109,7 @@ pub fn to_string(ty: Type, v: Value) -> String {
             }
         }
         // Not called for symbols (they are their own text).
-        Type::Symbol => String::new(),
+        Type::Symbol | Type::Record(_) => String::new(),
     }
 }
 

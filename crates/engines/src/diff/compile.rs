@@ -82,7 +82,8 @@ pub(crate) fn agg_tag(agg: &Aggregate, source_arity: usize) -> Result<u32, Strin
         Type::Number => 0,
         Type::Unsigned => 1,
         Type::Float => 2,
-        Type::Symbol => 3,
+        // Refused by the analysis: only `count` aggregates records.
+        Type::Symbol | Type::Record(_) => 3,
     };
     Ok(AGG | func << 28 | ty << 26 | (agg.group as u32) << 22 | (rest as u32) << 18 | agg.head)
 }

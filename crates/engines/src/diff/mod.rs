@@ -295,14 +295,15 @@ fn net_change(old: &[FlatSet], new: &[FlatSet]) -> u64 {
     (missing(old, new) + missing(new, old)) as u64
 }
 
-/// Refuse a program with string functors in a cluster: the symbols they make are
-/// interned in one process's table, and the processes' tables would disagree.
-fn no_strings_in_cluster(program: &Program) -> Result<(), String> {
-    match program.rules.iter().find(|r| r.uses_strings()) {
+/// Refuse a program with string functors, or rules that build or take apart records,
+/// in a cluster: the symbols and records they make are interned in one process's
+/// table, and the processes' tables would disagree.
+fn no_tables_in_cluster(program: &Program) -> Result<(), String> {
+    match program.rules.iter().find(|r| r.uses_table()) {
         Some(rule) => Err(format!(
             "string functors (`cat`, `strlen`, `substr`, `ord`, `to_string`, `contains`, \
-             `match`, conversions of symbols) need a single process (-n 1): each process has \
-             its own symbol table. In: {}",
+             `match`, conversions of symbols) and rules that build or take apart records need \
+             a single process (-n 1): each process has its own symbol and record table. In: {}",
             rule.text
         )),
         None => Ok(()),
@@ -407,7 +408,7 @@ impl Diff {
         role: Role,
     ) -> Result<Diff, EngineError> {
         if cluster.is_some() {
-            no_strings_in_cluster(&program).map_err(EngineError::Unsupported)?;
+            no_tables_in_cluster(&program).map_err(EngineError::Unsupported)?;
         }
         let mut diff = Diff {
             program: Program {
@@ -525,7 +526,7 @@ impl Diff {
     /// cluster led by this process cannot do.
     fn check_fits(&self, program: &Program) -> Result<(), String> {
         if self.cluster.is_some() {
-            no_strings_in_cluster(program)?;
+            no_tables_in_cluster(program)?;
         }
         let (Role::Leader, Some(rt)) = (self.role, &self.runtime) else {
             return Ok(());

@@ -30,6 +30,7 @@ impl Names<'_> {
     pub(crate) fn constant(&self, v: Value, ty: Option<Type>) -> String {
         match ty {
             Some(Type::Symbol) => format!("{:?}", self.program.symbols.resolve(v)),
+            Some(t @ Type::Record(_)) => t.render_quoted(v, &self.program.symbols.read()),
             Some(t) => t.render(v, &self.program.symbols),
             None => v.to_string(),
         }
@@ -76,6 +77,32 @@ impl Names<'_> {
                     })
                     .collect();
                 format!("{}({})", f.as_str(), args.join(", "))
+            }
+            Expr::Pack { ty, branch, fields } => {
+                let (name, types) =
+                    dynalog_analysis::ir::record_branch(&self.program.symbols, *ty, *branch);
+                let fields: Vec<String> = fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| self.expr(a, types.get(i).copied()))
+                    .collect();
+                match name {
+                    Some(n) => format!("${n}({})", fields.join(", ")),
+                    None => format!("[{}]", fields.join(", ")),
+                }
+            }
+            Expr::Unpack {
+                ty,
+                record,
+                branch,
+                index,
+            } => {
+                let (name, _) =
+                    dynalog_analysis::ir::record_branch(&self.program.symbols, *ty, *branch);
+                match name {
+                    Some(n) => format!("{}.{n}.{index}", self.expr(record, Some(*ty))),
+                    None => format!("{}.{index}", self.expr(record, Some(*ty))),
+                }
             }
         }
     }

@@ -166,10 +166,10 @@ impl Materialization {
         insert: bool,
         shown: Option<&str>,
     ) -> Result<usize, LiveError> {
-        let before = self.symbols.len();
+        let before = self.symbols.mark();
         let read = self.read_file(relation, path, insert, shown);
         if read.is_err() {
-            self.symbols.truncate(before);
+            self.symbols.rollback(before);
         }
         read
     }

@@ -86,7 +86,7 @@ pub struct Materialization {
     /// Symbols of the committed state; later ones belong to the staged transaction and
     /// are forgotten when it is aborted or refused (and those of a refused line or of a
     /// query at once), so refused input never grows the symbol table.
-    committed_symbols: usize,
+    committed_symbols: dynalog_analysis::TableMark,
     /// The data folder every commit is logged to (see [`crate::durable`]).
     durable: Option<DataDir>,
     /// Random per process start, or the data folder's.
@@ -179,7 +179,7 @@ impl Materialization {
             commits: 0,
             rdf_files: Default::default(),
             load_policy: LoadPolicy::default(),
-            committed_symbols: 0,
+            committed_symbols: dynalog_analysis::SymbolTable::new().mark(),
             durable: None,
             instance: crate::durable::random_id(),
             unlogged_inline,
@@ -249,9 +249,17 @@ impl Materialization {
                 }
                 let mut tuple = Vec::with_capacity(values.len());
                 for (v, t) in values.iter().zip(&types) {
-                    tuple.push(match (v, *t == Type::Symbol) {
-                        (StoredValue::Symbol(s), true) => self.symbols.intern(s),
-                        (StoredValue::Bits(b), false) => *b,
+                    tuple.push(match (v, t) {
+                        (StoredValue::Symbol(s), Type::Symbol) => self.symbols.intern(s),
+                        // A record is logged as its text, symbols quoted.
+                        (StoredValue::Symbol(s), Type::Record(_)) => {
+                            t.parse(s, &mut self.symbols).map_err(|e| {
+                                LiveError::Recovery(format!(
+                                    "the data folder holds a fact of `{name}` whose record does not read back: {e}"
+                                ))
+                            })?
+                        }
+                        (StoredValue::Bits(b), Type::Number | Type::Unsigned | Type::Float) => *b,
                         _ => {
                             return Err(LiveError::Recovery(format!(
                                 "the data folder holds a fact of `{name}` whose types differ from its declaration"
@@ -357,9 +365,9 @@ impl Materialization {
             }
         };
         let program = self.engine.program();
-        let before = self.symbols.len();
+        let before = self.symbols.mark();
         dynalog_analysis::lower_fact(&file, program, &mut self.symbols, rule).map_err(|d| {
-            self.symbols.truncate(before);
+            self.symbols.rollback(before);
             LiveError::Parse(d)
         })
     }
@@ -647,7 +655,7 @@ impl Materialization {
     /// Discard the engine's staged changes and the symbols met since the last commit.
     fn discard(&mut self) {
         self.engine.abort();
-        self.symbols.truncate(self.committed_symbols);
+        self.symbols.rollback(self.committed_symbols);
     }
 
     /// The fact changes staged with the engine, in order.
@@ -731,12 +739,12 @@ impl Materialization {
                 if let Some(text) = previous {
                     self.text = text;
                 }
-                self.symbols.truncate(self.committed_symbols);
+                self.symbols.rollback(self.committed_symbols);
                 return Err(LiveError::Limit(limit));
             }
             return Err(LiveError::EngineFailed(e.to_string()));
         }
-        self.committed_symbols = self.symbols.len();
+        self.committed_symbols = self.symbols.mark();
         let mut changes = self.engine.last_changes().to_vec();
         self.sort_changes(&mut changes);
         let number = self.commits;
@@ -780,6 +788,7 @@ impl Materialization {
                     .zip(&r.types)
                     .map(|(&v, t)| match t {
                         Type::Symbol => StoredValue::Symbol(symbols.resolve(v).to_string()),
+                        Type::Record(_) => StoredValue::Symbol(t.render_quoted(v, &symbols.read())),
                         _ => StoredValue::Bits(v),
                     })
                     .collect(),
@@ -825,7 +834,7 @@ impl Materialization {
             previous: self.engine.program().relations.clone(),
         };
         // The table is shared: a refused program's constants are forgotten again.
-        let before = self.symbols.len();
+        let before = self.symbols.mark();
         let checked = dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &options)
             .map_err(located)
             .and_then(|next| {
@@ -835,7 +844,7 @@ impl Materialization {
                 Ok(next)
             });
         if checked.is_err() {
-            self.symbols.truncate(before);
+            self.symbols.rollback(before);
         }
         checked
     }

@@ -31,10 +31,10 @@ impl Materialization {
 
     /// Whether the materialization holds a fact written in Datalog.
     pub fn contains_fact(&mut self, text: &str) -> Result<bool, LiveError> {
-        let before = self.symbols.len();
+        let before = self.symbols.mark();
         let (rel, tuple) = self.parse_fact(text)?;
         // A symbol met only here matches nothing; it need not be kept.
-        self.symbols.truncate(before);
+        self.symbols.rollback(before);
         Ok(self.engine.contains(rel, &tuple))
     }
 
@@ -42,10 +42,10 @@ impl Materialization {
     /// `path(1, x)` or `edge(_, "a")` (a repeated variable asks for equal columns; see
     /// [`Pattern`]), sorted, with their relation.
     pub fn query(&mut self, pattern: &str) -> Result<Vec<(RelId, Vec<Value>)>, LiveError> {
-        let before = self.symbols.len();
+        let before = self.symbols.mark();
         let lowered = Pattern::lower(pattern, self.engine.program(), &mut self.symbols);
         // A symbol met only in the pattern matches nothing; it need not be kept.
-        self.symbols.truncate(before);
+        self.symbols.rollback(before);
         let pattern = lowered?;
         let rel = pattern.relation();
         let mut rows = Vec::new();

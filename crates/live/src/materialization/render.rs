@@ -15,6 +15,8 @@ impl Materialization {
             .zip(&r.types)
             .map(|(&v, &t)| match t {
                 Type::Symbol => quote(&self.symbols.resolve(v)),
+                // Symbols quoted inside too: the fact reads back as written.
+                Type::Record(_) => t.render_quoted(v, &self.symbols.read()),
                 _ => t.render(v, &self.symbols),
             })
             .collect();
