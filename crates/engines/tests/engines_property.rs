@@ -1,6 +1,7 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! string functors that make and read symbols, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
+//! string functors that make and read symbols, records and algebraic data types built
+//! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
 //! materialization equals the reference's from-scratch result, and its reported changes
@@ -23,6 +24,8 @@ const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number
 .decl u(a: number)\n.decl p(a: number, b: number)\n.decl q(a: number, b: number)\n\
 .decl r(a: number, b: number)\n.decl s(a: number, b: number)\n.decl t(a: number, b: number)\n\
 .decl k(a: number, b: number) eqrel\n.decl w(a: symbol, b: number)\n\
+.type L = [h: number, t: L]\n.type T = A {x: number} | B {l: T, r: T} | C {}\n\
+.decl rl(x: L)\n.decl tr(x: T, n: number)\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -80,9 +83,14 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
         proptest::collection::vec(rule("r", vec!["e", "p", "r"], vec!["p", "q", "f"]), 0..3),
         proptest::collection::vec(rule("s", vec!["r", "p", "e"], vec!["q", "r"]), 0..2),
         (proptest::bool::ANY, proptest::bool::ANY),
-        (proptest::bool::ANY, proptest::bool::ANY),
+        (
+            proptest::bool::ANY,
+            proptest::bool::ANY,
+            proptest::bool::ANY,
+        ),
     )
-        .prop_map(|(p, q, r, s, (arith, strings), aggs)| {
+        .prop_map(|(p, q, r, s, (arith, strings), (agg0, agg1, records))| {
+            let aggs = (agg0, agg1);
             let mut pool: Vec<String> = p.into_iter().chain(q).chain(r).chain(s).collect();
             if aggs.0 {
                 pool.push("s(x, n) :- u(x), n = count : { p(x, _) }.".into());
@@ -114,6 +122,23 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("t(x, i) :- p(x, y), i = range(x, y).".into());
                 pool.push("s(i, j) :- e(x, _), i = range(0, x), j = range(i, 0, -1).".into());
             }
+            if records {
+                // Lists built from facts and extended (at most three long), taken
+                // apart nested and with `_`, counted in an aggregate, negated; trees
+                // of an algebraic data type built, matched by constructor, nested.
+                pool.push("rl([x, [y, nil]]) :- p(x, y).".into());
+                pool.push("rl([x, l]) :- rl(l), l = [y, [_, nil]], e(y, x).".into());
+                pool.push("t(x, y) :- rl([x, [y, _]]).".into());
+                pool.push("s(x, n) :- u(x), n = count : { rl([x, _]) }.".into());
+                pool.push("tr($A(x), y) :- p(x, y).".into());
+                pool.push("tr($C(), x) :- u(x).".into());
+                pool.push(
+                    "tr($B(a, b), 0) :- tr(a, _), tr(b, _), a = $A(x), b = $A(y), x < y.".into(),
+                );
+                pool.push("r(x, y) :- tr(t, y), t = $A(x), !rl([x, [y, nil]]).".into());
+                pool.push("s(x, y) :- tr($B($A(x), $A(y)), _).".into());
+                pool.push("t(x, 0) :- tr(c, x), c = $C().".into());
+            }
             pool
         })
 }
@@ -139,7 +164,8 @@ fn build(rules: &[String], mask: u32, symbols: &Program) -> Option<Program> {
     let chosen: Vec<&str> = rules
         .iter()
         .enumerate()
-        .filter(|(i, _)| mask & (1 << i) != 0)
+        // A pool may hold more than 32 rules: rule `i` goes with bit `i % 32`.
+        .filter(|(i, _)| mask & (1 << (i % 32)) != 0)
         .map(|(_, r)| r.as_str())
         .collect();
     let text = format!("{DECLS}{}\n", chosen.join("\n"));

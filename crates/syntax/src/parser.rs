@@ -6,7 +6,9 @@
 //! ```text
 //! program    := (item | comp | init)*        (components: see [`components`])
 //! item       := directive | rule
-//! directive  := ".type" NAME ("<:" NAME | "=" NAME ("|" NAME)*)
+//! directive  := ".type" NAME ("<:" NAME | "=" NAME ("|" NAME)*
+//!                            | "=" "[" [fields] "]"                  (record)
+//!                            | "=" NAME "{" [fields] "}" ("|" NAME "{" [fields] "}")*)  (ADT)
 //!             | (".number_type" | ".symbol_type") NAME
 //!             | ".decl" NAME "(" [NAME ":" NAME ("," NAME ":" NAME)*] ")" QUALIFIER*
 //!             | (".input" | ".output" | ".printsize") NAME ("," NAME)*
@@ -18,9 +20,11 @@
 //! expr       := term (("+" | "-") term)*
 //! term       := unary (("*" | "/" | "%") unary)*
 //! unary      := "-" unary | primary
-//! primary    := NAME | "_" | INT | FLOAT | STRING | "(" expr ")"
+//! primary    := NAME | "_" | INT | FLOAT | STRING | "(" expr ")" | "nil"
+//!             | "[" [expr ("," expr)*] "]" | "$" NAME ["(" [expr ("," expr)*] ")"]
 //!             | ("min" | "max") "(" expr ("," expr)+ ")"
 //!             | ("to_float" | "to_number" | "to_unsigned") "(" expr ")"
+//! fields     := NAME ":" NAME ("," NAME ":" NAME)*
 //! paper_lit  := paper_atom | "!" paper_atom
 //! paper_atom := NAME "(" [parg ("," parg)*] ")"
 //! parg       := "?" NAME | "_" | STRING | bare constant up to whitespace , ( ) [ ] "
@@ -38,8 +42,7 @@
 //! (The expression rules above are simplified: the full operator precedence is
 //! in `binary_op`.)
 //!
-//! Unsupported Soufflé features (functors other than `min`, `max` and the numeric
-//! conversions, records, ADTs,
+//! Unsupported Soufflé features (user-defined functors, `as` casts,
 //! preprocessor lines left in text that [`crate::preprocess`] did not run on) are
 //! rejected with a specific message. Parsing stops
 //! at the first error, which points at the offending token.

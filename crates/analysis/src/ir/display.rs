@@ -312,7 +312,13 @@ impl fmt::Display for Program {
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write!(f, "{name}: {ty}")?;
+                match ty {
+                    Type::Record(t) => match self.symbols.record_type(*t) {
+                        Some(rt) => write!(f, "{name}: {}", rt.name)?,
+                        None => write!(f, "{name}: {ty}")?,
+                    },
+                    _ => write!(f, "{name}: {ty}")?,
+                }
             }
             f.write_str(")")?;
             for (on, qualifier) in [
