@@ -301,6 +301,9 @@ struct Names {
     types: Vec<RecordType>,
     /// A program's record types (their canonical text) to the index of the first.
     type_sets: FxHashMap<String, u32>,
+    /// The keys `autoinc()` has numbered, by number.
+    autoinc: Vec<Arc<[Value]>>,
+    autoinc_ids: FxHashMap<Arc<[Value]>, Value>,
 }
 
 /// A record type (one branch with an empty name) or an algebraic data type (one branch
@@ -326,6 +329,7 @@ pub struct Branch {
 pub struct TableMark {
     symbols: usize,
     records: usize,
+    autoinc: usize,
 }
 
 impl fmt::Debug for SymbolTable {
@@ -447,6 +451,7 @@ impl SymbolTable {
         TableMark {
             symbols: names.names.len(),
             records: names.records.len().max(1),
+            autoinc: names.autoinc.len(),
         }
     }
 
@@ -461,6 +466,29 @@ impl SymbolTable {
                 names.record_ids.remove(&row);
             }
         }
+        if names.autoinc.len() > mark.autoinc {
+            for key in names.autoinc.drain(mark.autoinc..) {
+                names.autoinc_ids.remove(&key);
+            }
+        }
+    }
+
+    /// The number of `key` for `autoinc()`: 0, 1, 2, ... in the order keys are first
+    /// met; the same key always gets the same number.
+    pub fn autoinc(&self, key: &[Value]) -> Value {
+        if let Some(&n) = self.names().autoinc_ids.get(key) {
+            return n;
+        }
+        let mut guard = self.names_mut();
+        let names = &mut *guard;
+        if let Some(&n) = names.autoinc_ids.get(key) {
+            return n;
+        }
+        let n = names.autoinc.len() as Value;
+        let key: Arc<[Value]> = key.into();
+        names.autoinc.push(key.clone());
+        names.autoinc_ids.insert(key, n);
+        n
     }
 
     /// The id of the record `[branch, fields...]`, made if new. Never 0 (`nil`).

@@ -1,6 +1,6 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! string functors that make and read symbols, records and algebraic data types built
+//! string functors that make and read symbols, `autoinc()`, records and algebraic data types built
 //! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
@@ -118,6 +118,9 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                     "t(y, to_number(cat(s, \"0\"))) :- w(s, y), !match(\"[0-3]\", s).".into(),
                 );
                 pool.push("s(ord(s) * 0, y) :- w(s, y), s != \"2\".".into());
+                // Numbers for bindings, stable while they hold (the table is shared
+                // with the reference, so both number a binding alike).
+                pool.push("t(autoinc(), x) :- p(x, _), x < 2.".into());
                 // Ranges with bounds from facts, one of them counting down.
                 pool.push("t(x, i) :- p(x, y), i = range(x, y).".into());
                 pool.push("s(i, j) :- e(x, _), i = range(0, x), j = range(i, 0, -1).".into());

@@ -402,6 +402,8 @@ pub enum Functor {
     /// `range(from, to)`, `range(from, to, step)`: each value from `from` up to `to`
     /// (excluded). Rewritten into rules by the analysis; never evaluated as a functor.
     Range,
+    /// `autoinc()`: a number for each binding of the rule's body (in a head only).
+    Autoinc,
 }
 
 impl Functor {
@@ -415,6 +417,7 @@ impl Functor {
             Functor::Contains => "contains",
             Functor::Match => "match",
             Functor::Range => "range",
+            Functor::Autoinc => "autoinc",
         }
     }
 
@@ -428,6 +431,7 @@ impl Functor {
             "contains" => Functor::Contains,
             "match" => Functor::Match,
             "range" => Functor::Range,
+            "autoinc" => Functor::Autoinc,
             _ => return None,
         })
     }
@@ -445,6 +449,7 @@ impl Functor {
             Functor::Substr => (3, 3),
             Functor::Contains | Functor::Match => (2, 2),
             Functor::Range => (2, 3),
+            Functor::Autoinc => (0, 0),
         }
     }
 }

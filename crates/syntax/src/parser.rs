@@ -129,7 +129,6 @@ const FUNCTORS: &[&str] = &[
     "utof",
     "range",
     "as",
-    "autoinc",
 ];
 
 /// The built-in functors dynalog evaluates: `min(a, b, ...)` and `max(a, b, ...)`.
@@ -1279,6 +1278,7 @@ impl<'a> Parser<'a> {
                 Functor::Contains | Functor::Match => {
                     format!("`{}(a, b)` takes two arguments", f.as_str())
                 }
+                Functor::Autoinc => "`autoinc()` takes no argument".to_string(),
                 _ => format!("`{0}(x)` takes one argument", f.as_str()),
             };
             return Err(self.error(span, usage));
@@ -1309,6 +1309,9 @@ impl<'a> Parser<'a> {
     /// The arguments of the functor `name` after its `(`, and the span of its `)`.
     fn functor_args(&mut self, name: &str) -> PResult<(Vec<Sub>, Span)> {
         let mut args = Vec::new();
+        if let Some(close) = self.eat(&TokenKind::RParen)? {
+            return Ok((args, close.span));
+        }
         loop {
             args.push(self.binary(0)?);
             if self.eat(&TokenKind::Comma)?.is_some() {
@@ -2027,6 +2030,14 @@ mod tests {
         );
         let r = only_rule("c(ord(x), to_string(n + 1)) :- a(x, n).");
         assert_eq!(show_rule(&r), "c(ord(x), to_string((n + 1))) :- a(x, n).");
+        let r = only_rule("c(autoinc(), x) :- a(x).");
+        assert_eq!(show_rule(&r), "c(autoinc(), x) :- a(x).");
+        assert_err(
+            "c(autoinc(1)) :- a(x).",
+            1,
+            3,
+            "`autoinc()` takes no argument",
+        );
         // The constraints are comparisons with 0; `!` negates them.
         let text = "c(x) :- a(x), contains(\"b\", x), !match(\"a.*\", x).";
         let r = only_rule(text);
@@ -2777,8 +2788,8 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
         assert_err(
             "c(x) :- a(y), x = cat().",
             1,
-            23,
-            "expected an expression, found `)`",
+            19,
+            "`cat(a, b, ...)` takes at least one argument",
         );
         assert_err(
             "c(x) :- a(x), y = contains(x, \"b\").",

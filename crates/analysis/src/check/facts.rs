@@ -60,6 +60,10 @@ impl Checker<'_> {
                 };
                 value.ok_or_else(|| self.no_value(*span))
             }
+            ast::Expr::Call(ast::Functor::Autoinc, _, span) => Err(self.err(
+                *span,
+                "`autoinc()` is not a constant: a fact cannot use it, as in Soufflé (write a rule)",
+            )),
             ast::Expr::Call(func, args, span) => {
                 self.fact_returns(func.as_str(), crate::ir::call_type(*func), ty, *span, what)?;
                 let operand = super::types::call_operand(self, *func, args, &|_| None);

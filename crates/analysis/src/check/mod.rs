@@ -19,6 +19,7 @@
 //!    negation through recursion.
 
 mod aggregates;
+mod autoinc;
 mod desugar;
 mod eqrel;
 mod facts;
@@ -420,6 +421,10 @@ impl Checker<'_> {
     fn rule(&mut self, rule: &ast::Rule) -> Result<Rule, Diagnostic> {
         self.check_depths(rule)?;
         self.check_body_length(rule)?;
+        self.autoinc_only_in_head(rule)?;
+        let written = rule;
+        let named = autoinc::name_wildcards(rule);
+        let rule = named.as_ref().unwrap_or(rule);
         let head = self.lookup(&rule.head.relation)?;
         self.check_arity(&rule.head, head)?;
         let mut body = self.desugar(rule)?;
@@ -435,6 +440,7 @@ impl Checker<'_> {
             &mut var_names,
             &mut var_types,
         );
+        autoinc::key_autoincs(&mut lowered.head, &written.canonical(), var_names.len());
         let ordered = self.order(lowered.atoms, lowered.constraints, var_names.len())?;
         Ok(Rule {
             head: ir::Head {

@@ -2,7 +2,7 @@
 //! and reason.
 
 use super::*;
-use crate::ir::{Expr, Literal, Term};
+use crate::ir::{Expr, Functor, Literal, Term};
 use crate::value::Type;
 use dynalog_syntax::{CmpOp, MAX_EXPR_DEPTH, UnaryOp};
 
@@ -1048,5 +1048,54 @@ fn record_errors_are_located() {
         r,
         15,
         "the type of this record is not known here",
+    );
+}
+
+#[test]
+fn autoinc_is_keyed_by_the_binding_and_only_in_heads() {
+    let p = check(&format!(
+        "{EDGE}.decl n(i: number, x: number)\nn(autoinc(), x) :- edge(x, _)."
+    ))
+    .unwrap();
+    assert_eq!(
+        p.rules[0].display(&p).to_string(),
+        "n(autoinc(), x) :- edge(x, @i0)."
+    );
+    let ir::Expr::Call(Functor::Autoinc, _, key) = &p.rules[0].head.args[0] else {
+        panic!("{:?}", p.rules[0].head.args)
+    };
+    // The rule's hash (two words), the occurrence, then every slot.
+    assert_eq!(key.len(), 3 + p.rules[0].var_names.len());
+    assert_eq!(key[3..], [Expr::Var(0), Expr::Var(1)]);
+    let rules = format!("{EDGE}.decl n(i: number)\n");
+    check_err(
+        &format!("{rules}n(x) :- edge(x, _), x = autoinc()."),
+        3,
+        25,
+        "`autoinc()` is only allowed in a rule's head",
+    );
+    check_err(
+        &format!("{rules}n(x) :- edge(x, autoinc())."),
+        3,
+        17,
+        "`autoinc()` is only allowed in a rule's head",
+    );
+    check_err(
+        &format!("{rules}n(c) :- c = count : {{ edge(autoinc(), _) }}."),
+        3,
+        28,
+        "`autoinc()` is only allowed in a rule's head",
+    );
+    check_err(
+        &format!("{rules}n(autoinc())."),
+        3,
+        3,
+        "`autoinc()` is not a constant: a fact cannot use it",
+    );
+    check_err(
+        ".decl s(x: symbol)\ns(autoinc()) :- s(_).",
+        2,
+        3,
+        "`autoinc(...)` is a number, but column 1 of `s` needs a symbol",
     );
 }

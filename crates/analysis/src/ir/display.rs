@@ -22,7 +22,7 @@
 //! names) to print: [`Rule::display`], [`Literal::display`], [`Atom::display`],
 //! [`Expr::display`] and [`Term::display`] return a printable view.
 
-use super::AggFunc;
+use super::{AggFunc, Functor};
 use super::{Atom, Expr, Literal, Program, Rule, Term};
 use crate::value::{Type, Value};
 use dynalog_syntax::CmpOp;
@@ -174,6 +174,8 @@ impl fmt::Display for Show<'_, Expr> {
                 write!(f, "{} ", op.as_str())?;
                 operand(f, e)
             }
+            // Its arguments are its key (module `check::autoinc`), not written.
+            Expr::Call(Functor::Autoinc, ..) => f.write_str("autoinc()"),
             Expr::Call(func, ty, args) => {
                 write!(f, "{}(", func.as_str())?;
                 for (i, a) in args.iter().enumerate() {

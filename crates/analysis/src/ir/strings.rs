@@ -52,6 +52,8 @@ pub fn eval_call(f: Functor, ty: Type, args: &[Value], symbols: &SymbolTable) ->
         Functor::Match => bool01(matches(&text(0)?, &text(1)?)),
         // Rewritten into rules by the analysis (module `check::ranges`).
         Functor::Range => None,
+        // The arguments are the rule's key and its body's binding (`check::autoinc`).
+        Functor::Autoinc => Some(symbols.autoinc(args)),
     }
 }
 
@@ -59,7 +61,7 @@ pub fn eval_call(f: Functor, ty: Type, args: &[Value], symbols: &SymbolTable) ->
 pub fn call_arg_type(f: Functor, ty: Type, i: usize) -> Type {
     match (f, i) {
         (Functor::ToString, _) => ty,
-        (Functor::Substr, 1 | 2) => Type::Number,
+        (Functor::Substr, 1 | 2) | (Functor::Autoinc, _) => Type::Number,
         _ => Type::Symbol,
     }
 }
@@ -68,7 +70,9 @@ pub fn call_arg_type(f: Functor, ty: Type, i: usize) -> Type {
 pub fn call_type(f: Functor) -> Type {
     match f {
         Functor::Cat | Functor::Substr | Functor::ToString => Type::Symbol,
-        Functor::Strlen | Functor::Ord | Functor::Contains | Functor::Match => Type::Number,
+        Functor::Strlen | Functor::Ord | Functor::Contains | Functor::Match | Functor::Autoinc => {
+            Type::Number
+        }
         // Never lowered (module `check::ranges` rewrites it).
         Functor::Range => Type::Number,
     }

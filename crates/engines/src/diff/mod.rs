@@ -302,8 +302,9 @@ fn no_tables_in_cluster(program: &Program) -> Result<(), String> {
     match program.rules.iter().find(|r| r.uses_table()) {
         Some(rule) => Err(format!(
             "string functors (`cat`, `strlen`, `substr`, `ord`, `to_string`, `contains`, \
-             `match`, conversions of symbols) and rules that build or take apart records need \
-             a single process (-n 1): each process has its own symbol and record table. In: {}",
+             `match`, conversions of symbols), `autoinc()` and rules that build or take apart \
+             records need a single process (-n 1): each process has its own symbol and record \
+             table. In: {}",
             rule.text
         )),
         None => Ok(()),

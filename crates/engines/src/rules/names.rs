@@ -68,6 +68,7 @@ impl Names<'_> {
             Expr::Unary(op, ty, inner) => {
                 format!("{} {}", op.as_str(), self.expr(inner, Some(*ty)))
             }
+            Expr::Call(dynalog_analysis::Functor::Autoinc, ..) => "autoinc()".to_string(),
             Expr::Call(f, ty, args) => {
                 let args: Vec<String> = args
                     .iter()
