@@ -83,6 +83,11 @@ fn session_string_functors() {
 }
 
 #[test]
+fn session_choice_domain() {
+    check_script("choice", true);
+}
+
+#[test]
 fn session_records_and_adts() {
     check_script("records", false);
 }

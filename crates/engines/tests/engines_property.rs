@@ -1,6 +1,6 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! string functors that make and read symbols, `autoinc()`, records and algebraic data types built
+//! string functors that make and read symbols, `autoinc()`, `choice-domain`, records and algebraic data types built
 //! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
@@ -26,6 +26,7 @@ const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number
 .decl k(a: number, b: number) eqrel\n.decl w(a: symbol, b: number)\n\
 .type L = [h: number, t: L]\n.type T = A {x: number} | B {l: T, r: T} | C {}\n\
 .decl rl(x: L)\n.decl tr(x: T, n: number)\n\
+.decl ch(a: number, b: number) choice-domain a\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -100,6 +101,10 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("t(x, n) :- e(x, _), n = sum y : { f(x, y), !q(y, _) }.".into());
                 pool.push("t(y, n) :- n = min x : { p(x, y) }.".into());
                 pool.push("t(n, n) :- n = count : { r(_, y), y < 3 }.".into());
+                // A choice: the smallest candidate per key, replaced when it goes.
+                pool.push("ch(x, y) :- p(x, y).".into());
+                pool.push("ch(x, y) :- e(y, x), !f(x, y).".into());
+                pool.push("s(x, y) :- ch(x, y), !q(x, y).".into());
             }
             if arith {
                 pool.push("t(x + y, x * 2 - 1) :- p(x, y), x != 3.".into());

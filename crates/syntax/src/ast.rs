@@ -105,6 +105,10 @@ pub struct RelDecl {
     pub columns: Vec<(Ident, Ident)>,
     /// Qualifiers after the column list (`brie`, `btree`, `eqrel`, ...).
     pub qualifiers: Vec<Ident>,
+    /// `choice-domain x, (y, z)`: each domain's attributes, and the span of the whole
+    /// qualifier (empty: none).
+    pub choice: Vec<Vec<Ident>>,
+    pub choice_span: Option<Span>,
     pub span: Span,
 }
 

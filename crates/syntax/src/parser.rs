@@ -600,14 +600,23 @@ impl<'a> Parser<'a> {
         }
         // Qualifiers: identifiers not followed by `(` (a rule always starts `name(`).
         let mut qualifiers = Vec::new();
+        let mut choice = Vec::new();
+        let mut choice_span = None;
         while let TokenKind::Ident(q) = self.peek_kind()? {
-            let choice = q == "choice";
+            let is_choice = q == "choice";
             if self.peek2()?.kind == TokenKind::LParen {
                 break;
             }
-            if choice && self.peek2()?.kind == TokenKind::Minus {
-                let span = self.peek()?.span;
-                return Err(self.error(span, "`choice-domain` is not supported"));
+            if is_choice && self.peek2()?.kind == TokenKind::Minus {
+                let first = self.bump()?.span;
+                self.bump()?;
+                let domain = self.expect_ident("`domain` after `choice-`")?;
+                if domain.name != "domain" {
+                    return Err(self.error(domain.span, "expected `choice-domain`"));
+                }
+                choice = self.choice_domains()?;
+                choice_span = Some(self.span_from(first));
+                continue;
             }
             let tok = self.bump()?;
             qualifiers.push(self.ident(tok));
@@ -617,8 +626,32 @@ impl<'a> Parser<'a> {
             name,
             columns,
             qualifiers,
+            choice,
+            choice_span,
             span,
         })
+    }
+
+    /// The domains after `choice-domain`: `x`, `(x, y)`, separated by commas.
+    fn choice_domains(&mut self) -> PResult<Vec<Vec<Ident>>> {
+        let mut domains = Vec::new();
+        loop {
+            if self.eat(&TokenKind::LParen)?.is_some() {
+                let mut attrs = vec![self.expect_ident("an attribute name")?];
+                while self.eat(&TokenKind::Comma)?.is_some() {
+                    attrs.push(self.expect_ident("an attribute name")?);
+                }
+                self.expect(&TokenKind::RParen, "`)` after the domain's attributes")?;
+                domains.push(attrs);
+            } else {
+                domains.push(vec![
+                    self.expect_ident("an attribute name or `(` after `choice-domain`")?,
+                ]);
+            }
+            if self.eat(&TokenKind::Comma)?.is_none() {
+                return Ok(domains);
+            }
+        }
     }
 
     /// `.input a, b(key=value, ...)` and the like, after the keyword.
@@ -2730,11 +2763,28 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
 
     #[test]
     fn error_choice_domain_and_subsumption() {
+        let p = parse_ok(".decl a(x: number, y: number, z: number) choice-domain x, (y, z) btree");
+        let Item::Decl(d) = &p.items[0] else {
+            panic!("{p:?}")
+        };
+        let names: Vec<Vec<&str>> = d
+            .choice
+            .iter()
+            .map(|c| c.iter().map(|a| a.name.as_str()).collect())
+            .collect();
+        assert_eq!(names, [vec!["x"], vec!["y", "z"]]);
+        assert_eq!(d.qualifiers.len(), 1);
         assert_err(
-            ".decl a(x: number) choice-domain x",
+            ".decl a(x: number) choice-dom x",
             1,
-            20,
-            "`choice-domain` is not supported",
+            27,
+            "expected `choice-domain`",
+        );
+        assert_err(
+            ".decl a(x: number) choice-domain (x",
+            1,
+            36,
+            "expected `)` after the domain's attributes, found end of input",
         );
         assert_err(
             "a(x) <= a(y) :- x < y.",

@@ -20,6 +20,7 @@
 
 mod aggregates;
 mod autoinc;
+mod choice;
 mod desugar;
 mod eqrel;
 mod facts;
@@ -78,6 +79,8 @@ pub fn analyse_with(
     cx.collect_decls(program)?;
     cx.declare_implicit(program)?;
     cx.apply_directives(program)?;
+    let with_choice = cx.expand_choice(program)?;
+    let program = with_choice.as_ref().unwrap_or(program);
     let mut rules = Vec::new();
     let mut facts = Vec::new();
     let mut expanded = aggregates::Expanded::default();
@@ -140,7 +143,13 @@ pub fn analyse_with(
                 };
                 // Or an instance's copy of a component's rule: its names are not the
                 // written ones.
-                if shared(i + 1) || (i > 0 && shared(i - 1)) || rule.renamed_in(&file.text) {
+                // (A rule of a choice-domain relation has its head renamed to the
+                // candidates' relation, module `choice`: its text is still as written.)
+                let choice = rule.head.relation.name.ends_with("_choice_in");
+                if shared(i + 1)
+                    || (i > 0 && shared(i - 1))
+                    || (rule.renamed_in(&file.text) && !choice)
+                {
                     checked.text = rule.text_of_parts(&file.text);
                 }
                 rules.push(checked);
@@ -149,6 +158,18 @@ pub fn analyse_with(
     }
     rules.extend(cx.eqrel_rules()?);
     rules.extend(expanded.rules);
+    // The rules that make a choice (module `choice`) are the analysis's, as an eqrel's:
+    // listed as such, never removed by a session.
+    for item in &program.items {
+        if let ast::Item::Decl(d) = item
+            && let Some(span) = d.choice_span
+        {
+            for r in rules.iter_mut().filter(|r| r.span == span) {
+                r.generated = true;
+                r.text = file.slice(span).to_string();
+            }
+        }
+    }
     let mut aggregates = expanded.aggregates;
     let strata = strata::stratify(file, &cx.relations, &mut rules, &mut aggregates, program)?;
     let mut checked = Program {
@@ -292,6 +313,7 @@ pub fn lower_fact(
         ));
     }
     with_checker(file, program, symbols, |cx| cx.fact(rule))
+        .map(|(id, tuple)| (program.fact_target(id), tuple))
 }
 
 /// Check a query pattern (`path(1, x)`, `edge(_, "a")`) against the relations of

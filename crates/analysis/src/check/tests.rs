@@ -1099,3 +1099,56 @@ fn autoinc_is_keyed_by_the_binding_and_only_in_heads() {
         "`autoinc(...)` is a number, but column 1 of `s` needs a symbol",
     );
 }
+
+#[test]
+fn choice_domain_keeps_the_smallest_candidate_and_refuses_what_it_cannot_keep() {
+    let p = check(".decl e(x: number, y: number)\n.decl c(x: number, y: number) choice-domain x\nc(x, y) :- e(x, y).")
+        .unwrap();
+    // The written rule derives candidates; the analysis's rules choose among them.
+    let written: Vec<&Rule> = p.rules.iter().filter(|r| !r.generated).collect();
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        written[0].display(&p).to_string(),
+        "@c_choice_in(x, y) :- e(x, y)."
+    );
+    assert!(
+        p.rules
+            .iter()
+            .filter(|r| r.generated)
+            .all(|r| r.text == "choice-domain x")
+    );
+    let c = p.relation_id("c").unwrap();
+    assert_eq!(p.fact_target(c), p.relation_id("@c_choice_in").unwrap());
+    let e = p.relation_id("e").unwrap();
+    assert_eq!(p.fact_target(e), e);
+    check_err(
+        ".decl c(x: number, y: number) choice-domain z",
+        1,
+        45,
+        "`z` is not an attribute of `c`",
+    );
+    check_err(
+        ".decl c(x: number, y: number) choice-domain (x, x)",
+        1,
+        49,
+        "`x` is named twice in the choice domain",
+    );
+    check_err(
+        ".decl c(x: number, y: number) choice-domain x, y",
+        1,
+        31,
+        "several choice domains on one relation are not supported",
+    );
+    check_err(
+        ".type P = [a: number]\n.decl c(x: number, y: P) choice-domain x",
+        2,
+        26,
+        "records have no order",
+    );
+    check_err(
+        ".decl e(x: number, y: number)\n.decl c(x: number, y: number) choice-domain y\nc(1, 1).\nc(x, y) :- c(_, x), e(x, y).",
+        2,
+        31,
+        "`c` depends on itself: a choice-domain relation in a recursion is not supported",
+    );
+}

@@ -365,6 +365,9 @@ impl fmt::Display for Program {
             for &r in &stratum.rules {
                 let rule = &self.rules[r];
                 match rule.generated {
+                    true if rule.text.starts_with("choice-domain") => {
+                        writeln!(f, "{} // {}", rule.display(self), rule.text)?
+                    }
                     true => writeln!(f, "{} // eqrel", rule.display(self))?,
                     false => writeln!(f, "{}", rule.display(self))?,
                 }

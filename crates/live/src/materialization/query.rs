@@ -16,7 +16,11 @@ impl Materialization {
         p.rules
             .iter()
             .filter(|r| !r.generated)
-            .filter(|r| !p.relation(r.head.relation).is_internal())
+            // (A rule of a choice-domain relation derives its candidates.)
+            .filter(|r| {
+                let head = p.relation(r.head.relation);
+                !head.is_internal() || head.name.ends_with("_choice_in")
+            })
             .filter(|r| seen.insert((r.span, r.text.as_str())))
             .map(|r| r.text.clone())
             .collect()

@@ -1,0 +1,246 @@
+//! `choice-domain`: a relation keeps one tuple per value of its domain.
+//!
+//! Soufflé keeps the first tuple it derives for each value of the domain, so which one
+//! depends on its evaluation order. dynalog keeps, for each value of the domain, the
+//! candidate whose other columns are smallest, column by column in declaration order
+//! (numbers, unsigned and floats by value; symbols by their number in the table, that
+//! is in the order they were first met, so the choice is deterministic for a given
+//! input order). That choice does not depend on the order of evaluation, so every
+//! engine makes the same one and maintains it under insertions and deletions: when the
+//! chosen tuple goes, the next smallest takes its place.
+//!
+//! The rewrite, on the program's text: the rules and facts of `r` go to an internal
+//! relation `@r_choice_in` (the candidates; so do facts typed in a session, see
+//! [`crate::Program::fact_target`]); the lines of `r`'s input files are `r`'s facts
+//! without a choice, as Soufflé loads them; for the other columns `v1..vm`,
+//! `@r_choice_1` keeps per domain value the smallest `v1`, `@r_choice_2` per domain value
+//! and `v1` the smallest `v2`, ... (each a `min` aggregate, over `ord(v)` for a symbol),
+//! and `r` copies the last. So a choice in a recursive relation (a spanning tree) is
+//! recursion through an aggregate, refused as such; so are several domains on one
+//! relation (which tuples survive them depends on the order), and a chosen column of a
+//! record type.
+
+use super::Checker;
+use super::aggregates::{atom, var};
+use crate::value::Type;
+use dynalog_syntax::ast::{self, AggFunc, Aggregate, Expr, Functor, Item, Literal};
+use dynalog_syntax::{CmpOp, Diagnostic, Span};
+
+/// Whether the rules of `program` derive `name` from `name` (through any relations,
+/// aggregates' bodies included).
+fn depends_on_itself(program: &ast::Program, name: &str) -> bool {
+    use std::collections::{HashMap, HashSet};
+    let mut reads: HashMap<String, Vec<String>> = HashMap::new();
+    for item in &program.items {
+        if let Item::Rule(rule) = item {
+            let mut body = Vec::new();
+            rule.for_each_atom(&mut |a| {
+                if !std::ptr::eq(a, &rule.head) {
+                    body.push(a.relation.name.clone());
+                }
+            });
+            reads
+                .entry(rule.head.relation.name.clone())
+                .or_default()
+                .extend(body);
+        }
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut todo: Vec<&str> = reads
+        .get(name)
+        .map(|v| v.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    while let Some(r) = todo.pop() {
+        if r == name {
+            return true;
+        }
+        if seen.insert(r) {
+            todo.extend(reads.get(r).into_iter().flatten().map(String::as_str));
+        }
+    }
+    false
+}
+
+impl Checker<'_> {
+    /// `program` with its `choice-domain` relations rewritten (module docs), or `None`
+    /// when it has none.
+    pub(super) fn expand_choice(
+        &mut self,
+        program: &ast::Program,
+    ) -> Result<Option<ast::Program>, Diagnostic> {
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        let mut generated: Vec<ast::Rule> = Vec::new();
+        for item in &program.items {
+            let Item::Decl(d) = item else { continue };
+            if d.choice.is_empty() {
+                continue;
+            }
+            let span = d.choice_span.unwrap_or(d.span);
+            if d.choice.len() > 1 {
+                return Err(self.err(
+                    span,
+                    "several choice domains on one relation are not supported: which tuples \
+                     they keep depends on the order the tuples are derived in",
+                ));
+            }
+            let id = self.lookup(&d.name)?;
+            let rel = self.relations[id as usize].clone();
+            let mut key = Vec::new();
+            for attr in &d.choice[0] {
+                match rel.column_names.iter().position(|c| *c == attr.name) {
+                    Some(i) if !key.contains(&i) => key.push(i),
+                    Some(_) => {
+                        return Err(self.err(
+                            attr.span,
+                            format!("`{}` is named twice in the choice domain", attr.name),
+                        ));
+                    }
+                    None => {
+                        return Err(self.err(
+                            attr.span,
+                            format!("`{}` is not an attribute of `{}`", attr.name, rel.name),
+                        ));
+                    }
+                }
+            }
+            let values: Vec<usize> = (0..rel.arity()).filter(|i| !key.contains(i)).collect();
+            if let Some(&i) = values
+                .iter()
+                .find(|&&i| matches!(rel.types[i], Type::Record(_)))
+            {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "the choice keeps the smallest `{}`, and records have no order",
+                        rel.column_names[i]
+                    ),
+                ));
+            }
+            let name = rel.name.clone();
+            if depends_on_itself(program, &name) {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "`{name}` depends on itself: a choice-domain relation in a recursion \
+                         is not supported (dynalog keeps the smallest candidate of each domain \
+                         value, which a recursion would have to know before it is derived; \
+                         Soufflé keeps the first one it derives)"
+                    ),
+                ));
+            }
+            let input = format!("@{name}_choice_in");
+            let in_id = self.internal_relation(&input, rel.arity(), span);
+            {
+                // (Its input files stay `r`'s: Soufflé loads them without a choice.)
+                let r = &mut self.relations[in_id as usize];
+                r.types = rel.types.clone();
+                r.column_names = rel.column_names.clone();
+            }
+            renamed.push((name.clone(), input.clone()));
+            generated.extend(self.choice_rules(&name, &input, &rel.types, &key, &values, span));
+        }
+        if renamed.is_empty() {
+            return Ok(None);
+        }
+        let mut out = program.clone();
+        for item in &mut out.items {
+            if let Item::Rule(rule) = item
+                && let Some((_, to)) = renamed.iter().find(|(r, _)| *r == rule.head.relation.name)
+            {
+                rule.head.relation.name = to.clone();
+            }
+        }
+        out.items.extend(generated.into_iter().map(Item::Rule));
+        Ok(Some(out))
+    }
+
+    /// The rules that choose `name`'s tuples among `input`'s (module docs).
+    fn choice_rules(
+        &mut self,
+        name: &str,
+        input: &str,
+        types: &[Type],
+        key: &[usize],
+        values: &[usize],
+        span: Span,
+    ) -> Vec<ast::Rule> {
+        let col = |i: usize| var(&format!("@c{i}"), span);
+        let rule = |head: ast::Atom, body: Vec<Literal>| ast::Rule {
+            head,
+            body,
+            style: ast::Style::Souffle,
+            span,
+        };
+        // The columns of step `k`: the key and the first `k` values, in column order.
+        let step_cols = |k: usize| -> Vec<usize> {
+            (0..types.len())
+                .filter(|i| key.contains(i) || values[..k].contains(i))
+                .collect()
+        };
+        let step_name = |k: usize| format!("@{name}_choice_{k}");
+        let mut rules = Vec::new();
+        for (k, &v) in values.iter().enumerate() {
+            let cols = step_cols(k + 1);
+            let head_id = self.internal_relation(&step_name(k + 1), cols.len(), span);
+            self.relations[head_id as usize].types = cols.iter().map(|&i| types[i]).collect();
+            // The candidate: known columns bound, this one `@c{v}`, later ones `_`.
+            let candidate = |this: Expr| {
+                let args = (0..types.len())
+                    .map(|i| {
+                        if i == v {
+                            this.clone()
+                        } else if key.contains(&i) || values[..k].contains(&i) {
+                            col(i)
+                        } else {
+                            Expr::Wildcard(span)
+                        }
+                    })
+                    .collect();
+                atom(input, args, span)
+            };
+            let order = |e: Expr| match types[v] {
+                Type::Symbol => Expr::Call(Functor::Ord, vec![e], span),
+                _ => e,
+            };
+            let mut body = Vec::new();
+            if k > 0 {
+                let prev = step_cols(k).into_iter().map(col).collect();
+                body.push(Literal::Positive(atom(&step_name(k), prev, span)));
+            }
+            body.push(Literal::Positive(candidate(col(v))));
+            body.push(Literal::Compare {
+                op: CmpOp::Eq,
+                lhs: order(col(v)),
+                rhs: Expr::Aggregate(Box::new(Aggregate {
+                    func: AggFunc::Min,
+                    target: Some(var("@o", span)),
+                    body: vec![
+                        Literal::Positive(candidate(var("@w", span))),
+                        Literal::Compare {
+                            op: CmpOp::Eq,
+                            lhs: var("@o", span),
+                            rhs: order(var("@w", span)),
+                            span,
+                        },
+                    ],
+                    span,
+                })),
+                span,
+            });
+            rules.push(rule(
+                atom(&step_name(k + 1), cols.into_iter().map(col).collect(), span),
+                body,
+            ));
+        }
+        // The relation itself: the last step, or the candidates when the domain is every
+        // column.
+        let all: Vec<Expr> = (0..types.len()).map(col).collect();
+        let last = if values.is_empty() {
+            atom(input, all.clone(), span)
+        } else {
+            atom(&step_name(values.len()), all.clone(), span)
+        };
+        rules.push(rule(atom(name, all, span), vec![Literal::Positive(last)]));
+        rules
+    }
+}
