@@ -88,6 +88,38 @@ fn session_choice_domain() {
 }
 
 #[test]
+fn session_subsumption() {
+    check_script("subsume", false);
+}
+
+/// The first or last subsumption rule of a relation with input files would move the
+/// facts already read from them: refused, and nothing changes.
+#[test]
+fn a_subsumption_rule_that_would_move_input_facts_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("p.dl"),
+        ".decl best(x: number, d: number)\n.input best\n.output best\n\
+         best(x, d1) <= best(x, d2) :- d2 < d1.\n",
+    )
+    .expect("writes");
+    std::fs::write(dir.path().join("best.facts"), "1\t5\n1\t3\n").expect("writes");
+    let p = dir.path().join("p.dl");
+    let facts = dir.path().to_str().expect("utf-8").to_string();
+    let (ok, stdout, stderr) = run_session(
+        &[p.to_str().expect("utf-8"), "-F", &facts],
+        "dump best\n- best(x, d1) <= best(x, d2) :- d2 < d1.\ncommit\ndump best\n",
+    );
+    assert!(!ok);
+    assert!(
+        format!("{stdout}{stderr}").contains("moves the input facts of `best`"),
+        "{stdout}{stderr}"
+    );
+    let dumps: Vec<&str> = stdout.lines().filter(|l| l.starts_with("best(")).collect();
+    assert_eq!(dumps, ["best(1, 3).", "best(1, 3)."], "{stdout}");
+}
+
+#[test]
 fn session_records_and_adts() {
     check_script("records", false);
 }

@@ -1,6 +1,7 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! string functors that make and read symbols, `autoinc()`, `choice-domain`, records and algebraic data types built
+//! string functors that make and read symbols, `autoinc()`, `choice-domain`,
+//! subsumption, records and algebraic data types built
 //! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
@@ -26,7 +27,7 @@ const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number
 .decl k(a: number, b: number) eqrel\n.decl w(a: symbol, b: number)\n\
 .type L = [h: number, t: L]\n.type T = A {x: number} | B {l: T, r: T} | C {}\n\
 .decl rl(x: L)\n.decl tr(x: T, n: number)\n\
-.decl ch(a: number, b: number) choice-domain a\n\
+.decl ch(a: number, b: number) choice-domain a\n.decl sb(a: number, b: number)\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -105,6 +106,13 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("ch(x, y) :- p(x, y).".into());
                 pool.push("ch(x, y) :- e(y, x), !f(x, y).".into());
                 pool.push("s(x, y) :- ch(x, y), !q(x, y).".into());
+                // Subsumption: dominated candidates removed, and back when their
+                // dominator goes.
+                pool.push("sb(x, y) :- p(x, y).".into());
+                pool.push("sb(x, y) :- f(y, x).".into());
+                pool.push("sb(x, y1) <= sb(x, y2) :- y1 < y2.".into());
+                pool.push("sb(x1, y) <= sb(x2, y) :- x1 = x2 + 1.".into());
+                pool.push("t(x, y) :- sb(x, y).".into());
             }
             if arith {
                 pool.push("t(x + y, x * 2 - 1) :- p(x, y), x != 3.".into());

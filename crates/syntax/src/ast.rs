@@ -136,6 +136,9 @@ pub enum Style {
     Souffle,
     /// `h(?x) <- [b(?x)]` (the study's published programs; relations are implicit).
     Paper,
+    /// `a(x1) <= a(x2) :- body.` (Soufflé's subsumption): the head is the dominated
+    /// atom and the first body literal the dominating one; the rest is the condition.
+    Subsumption,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -587,9 +590,20 @@ impl Rule {
         let mut vars: Vec<&str> = Vec::new();
         let mut out = String::new();
         canonical_atom(&self.head, &mut vars, &mut out);
-        if !self.body.is_empty() {
-            out.push_str(" :- ");
-            canonical_body(&self.body, &mut vars, &mut out);
+        match (self.style, self.body.split_first()) {
+            (Style::Subsumption, Some((Literal::Positive(dominating), rest))) => {
+                out.push_str(" <= ");
+                canonical_atom(dominating, &mut vars, &mut out);
+                if !rest.is_empty() {
+                    out.push_str(" :- ");
+                    canonical_body(rest, &mut vars, &mut out);
+                }
+            }
+            _ if !self.body.is_empty() => {
+                out.push_str(" :- ");
+                canonical_body(&self.body, &mut vars, &mut out);
+            }
+            _ => {}
         }
         out.push('.');
         out

@@ -789,11 +789,34 @@ impl<'a> Parser<'a> {
                 }
             }
             TokenKind::Le => {
-                let span = self.peek()?.span;
-                return Err(self.error(
+                let le = self.bump()?.span;
+                if heads.len() > 1 {
+                    return Err(self.error(le, "a subsumption rule has one atom before `<=`"));
+                }
+                let name = self.expect_ident("the dominating atom after `<=`")?;
+                let name = self.qualify(name)?;
+                let dominating = self.atom(name)?;
+                // As in Soufflé, the condition is required.
+                self.expect(
+                    &TokenKind::ColonDash,
+                    "`:-` and the condition after the dominating atom",
+                )?;
+                let mut bodies = self.disjunction(None)?;
+                let end = self.expect(&TokenKind::Dot, "`.` at the end of the subsumption rule")?;
+                let span = heads[0].span.to(end.span);
+                if bodies.len() > 1 {
+                    return Err(
+                        self.error(span, "disjunctions in subsumption rules are not supported")
+                    );
+                }
+                let mut body = vec![Literal::Positive(dominating)];
+                body.append(&mut bodies[0]);
+                return Ok(vec![Rule {
                     span,
-                    "subsumption rules (`a(x) <= a(y) :- ...`) are not supported",
-                ));
+                    head: heads.remove(0),
+                    body,
+                    style: Style::Subsumption,
+                }]);
             }
             _ if self.next_on_new_line()? => {
                 return Err(self.missing("`.` at the end of the fact"));
@@ -2786,11 +2809,26 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             36,
             "expected `)` after the domain's attributes, found end of input",
         );
+        let r = only_rule("a(x, d1) <= a(x, d2) :- d2 <= d1.");
+        assert_eq!(r.style, Style::Subsumption);
+        assert_eq!(r.canonical(), "a(v0, v1) <= a(v0, v2) :- v2 <= v1.");
         assert_err(
-            "a(x) <= a(y) :- x < y.",
+            "a(x) <= a(y).",
             1,
-            6,
-            "subsumption rules (`a(x) <= a(y) :- ...`) are not supported",
+            13,
+            "expected `:-` and the condition after the dominating atom",
+        );
+        assert_err(
+            "a(x), b(x) <= a(y).",
+            1,
+            12,
+            "a subsumption rule has one atom before `<=`",
+        );
+        assert_err(
+            "a(x) <= a(y) :- x < y",
+            1,
+            22,
+            "expected `.` at the end of the subsumption rule",
         );
     }
 

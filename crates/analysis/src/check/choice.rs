@@ -10,9 +10,9 @@
 //! chosen tuple goes, the next smallest takes its place.
 //!
 //! The rewrite, on the program's text: the rules and facts of `r` go to an internal
-//! relation `@r_choice_in` (the candidates; so do facts typed in a session, see
-//! [`crate::Program::fact_target`]); the lines of `r`'s input files are `r`'s facts
-//! without a choice, as Soufflé loads them; for the other columns `v1..vm`,
+//! relation `@r_choice_in` (the candidates); the lines of `r`'s input files, and facts
+//! typed for `r` in a session, are `r`'s own facts, without a choice (as Soufflé loads
+//! input files); for the other columns `v1..vm`,
 //! `@r_choice_1` keeps per domain value the smallest `v1`, `@r_choice_2` per domain value
 //! and `v1` the smallest `v2`, ... (each a `min` aggregate, over `ord(v)` for a symbol),
 //! and `r` copies the last. So a choice in a recursive relation (a spanning tree) is
@@ -27,12 +27,14 @@ use dynalog_syntax::ast::{self, AggFunc, Aggregate, Expr, Functor, Item, Literal
 use dynalog_syntax::{CmpOp, Diagnostic, Span};
 
 /// Whether the rules of `program` derive `name` from `name` (through any relations,
-/// aggregates' bodies included).
-fn depends_on_itself(program: &ast::Program, name: &str) -> bool {
+/// aggregates' bodies included; subsumption rules derive nothing).
+pub(super) fn depends_on_itself(program: &ast::Program, name: &str) -> bool {
     use std::collections::{HashMap, HashSet};
     let mut reads: HashMap<String, Vec<String>> = HashMap::new();
     for item in &program.items {
-        if let Item::Rule(rule) = item {
+        if let Item::Rule(rule) = item
+            && rule.style != ast::Style::Subsumption
+        {
             let mut body = Vec::new();
             rule.for_each_atom(&mut |a| {
                 if !std::ptr::eq(a, &rule.head) {

@@ -32,6 +32,7 @@ mod ranges;
 mod records;
 mod resolve;
 mod strata;
+mod subsume;
 mod types;
 
 pub use limits::MAX_BODY_LITERALS;
@@ -81,6 +82,16 @@ pub fn analyse_with(
     cx.apply_directives(program)?;
     let with_choice = cx.expand_choice(program)?;
     let program = with_choice.as_ref().unwrap_or(program);
+    let mut generated_spans: Vec<Span> = program
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ast::Item::Decl(d) => d.choice_span,
+            _ => None,
+        })
+        .collect();
+    let with_subsumption = cx.expand_subsumption(program, &mut generated_spans)?;
+    let program = with_subsumption.as_ref().unwrap_or(program);
     let mut rules = Vec::new();
     let mut facts = Vec::new();
     let mut expanded = aggregates::Expanded::default();
@@ -145,7 +156,8 @@ pub fn analyse_with(
                 // written ones.
                 // (A rule of a choice-domain relation has its head renamed to the
                 // candidates' relation, module `choice`: its text is still as written.)
-                let choice = rule.head.relation.name.ends_with("_choice_in");
+                let choice = rule.head.relation.name.ends_with("_choice_in")
+                    || rule.head.relation.name.ends_with("_sub_in");
                 if shared(i + 1)
                     || (i > 0 && shared(i - 1))
                     || (rule.renamed_in(&file.text) && !choice)
@@ -158,16 +170,12 @@ pub fn analyse_with(
     }
     rules.extend(cx.eqrel_rules()?);
     rules.extend(expanded.rules);
-    // The rules that make a choice (module `choice`) are the analysis's, as an eqrel's:
-    // listed as such, never removed by a session.
-    for item in &program.items {
-        if let ast::Item::Decl(d) = item
-            && let Some(span) = d.choice_span
-        {
-            for r in rules.iter_mut().filter(|r| r.span == span) {
-                r.generated = true;
-                r.text = file.slice(span).to_string();
-            }
+    // The rules that make a choice or a subsumption (modules `choice`, `subsume`) are
+    // the analysis's, as an eqrel's: listed as such, never removed by a session.
+    for span in generated_spans {
+        for r in rules.iter_mut().filter(|r| r.span == span) {
+            r.generated = true;
+            r.text = file.slice(span).to_string();
         }
     }
     let mut aggregates = expanded.aggregates;
@@ -313,7 +321,6 @@ pub fn lower_fact(
         ));
     }
     with_checker(file, program, symbols, |cx| cx.fact(rule))
-        .map(|(id, tuple)| (program.fact_target(id), tuple))
 }
 
 /// Check a query pattern (`path(1, x)`, `edge(_, "a")`) against the relations of

@@ -1117,10 +1117,6 @@ fn choice_domain_keeps_the_smallest_candidate_and_refuses_what_it_cannot_keep() 
             .filter(|r| r.generated)
             .all(|r| r.text == "choice-domain x")
     );
-    let c = p.relation_id("c").unwrap();
-    assert_eq!(p.fact_target(c), p.relation_id("@c_choice_in").unwrap());
-    let e = p.relation_id("e").unwrap();
-    assert_eq!(p.fact_target(e), e);
     check_err(
         ".decl c(x: number, y: number) choice-domain z",
         1,
@@ -1150,5 +1146,43 @@ fn choice_domain_keeps_the_smallest_candidate_and_refuses_what_it_cannot_keep() 
         2,
         31,
         "`c` depends on itself: a choice-domain relation in a recursion is not supported",
+    );
+}
+
+#[test]
+fn subsumption_removes_dominated_candidates_and_refuses_recursion() {
+    let p = check(".decl c(x: number, d: number)\n.decl b(x: number, d: number)\nb(x, d) :- c(x, d).\nb(x, d1) <= b(x, d2) :- d2 < d1.")
+        .unwrap();
+    let shown: Vec<String> = p.rules.iter().map(|r| r.display(&p).to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "@b_sub_in(x, d) :- c(x, d).",
+            "b(@c0, @c1) :- @b_sub_in(@c0, @c1), !@b_sub_dom(@c0, @c1).",
+            "@b_sub_dom(x, d1) :- @b_sub_in(x, d1), @b_sub_in(x, d2), d2 < d1, d1 != d2.",
+        ]
+    );
+    let generated: Vec<bool> = p.rules.iter().map(|r| r.generated).collect();
+    assert_eq!(generated, [false, true, true]);
+    let decls = ".decl e(x: number, y: number)\n.decl b(x: number, d: number)\n";
+    check_err(
+        &format!(
+            "{decls}b(x, 0) :- e(x, _).\nb(y, d + 1) :- b(x, d), e(x, y).\nb(x, d1) <= b(x, d2) :- d2 < d1."
+        ),
+        5,
+        1,
+        "`b` depends on itself: subsumption in a recursive relation is not supported",
+    );
+    check_err(
+        &format!("{decls}b(x, d) <= e(x, d) :- d > 0."),
+        3,
+        12,
+        "a subsumption rule compares two tuples of one relation: `e` is not `b`",
+    );
+    check_err(
+        &format!("{decls}b(x) <= b(x, d) :- d > 0."),
+        3,
+        1,
+        "relation `b` has 2 columns but is used here with 1 argument",
     );
 }

@@ -365,7 +365,7 @@ impl fmt::Display for Program {
             for &r in &stratum.rules {
                 let rule = &self.rules[r];
                 match rule.generated {
-                    true if rule.text.starts_with("choice-domain") => {
+                    true if !rule.text.ends_with("// eqrel") => {
                         writeln!(f, "{} // {}", rule.display(self), rule.text)?
                     }
                     true => writeln!(f, "{} // eqrel", rule.display(self))?,

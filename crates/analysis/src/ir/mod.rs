@@ -323,15 +323,6 @@ impl Program {
             .map(|i| i as RelId)
     }
 
-    /// Where a base fact of relation `id` goes: `id` itself, or for a `choice-domain`
-    /// relation its candidates (`@r_choice_in`, module `check::choice`), so that a fact
-    /// typed in a session is chosen among like a derived one.
-    pub fn fact_target(&self, id: RelId) -> RelId {
-        let name = &self.relation(id).name;
-        self.relation_id(&format!("@{name}_choice_in"))
-            .unwrap_or(id)
-    }
-
     pub fn relation(&self, id: RelId) -> &Relation {
         &self.relations[id as usize]
     }

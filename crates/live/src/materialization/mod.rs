@@ -838,6 +838,7 @@ impl Materialization {
         let checked = dynalog_analysis::analyse_with(&file, &ast, self.symbols.clone(), &options)
             .map_err(located)
             .and_then(|next| {
+                moves_no_inputs(self.engine.program(), &next)?;
                 self.engine
                     .check_program(&next)
                     .map_err(|e| LiveError::Rules(e.to_string()))?;
@@ -847,6 +848,38 @@ impl Materialization {
             self.symbols.rollback(before);
         }
         checked
+    }
+}
+
+/// Refuse a program change that would load a relation's input files into another
+/// relation than before: the first or last subsumption rule of a relation with `.input`
+/// moves its input facts between the relation and its candidates (`@r_sub_in`), and the
+/// facts already loaded would stay behind.
+fn moves_no_inputs(old: &Program, next: &Program) -> Result<(), LiveError> {
+    let holders = |p: &Program| -> Vec<String> {
+        let mut v: Vec<String> = p
+            .relations
+            .iter()
+            .filter(|r| !r.inputs.is_empty())
+            .map(|r| r.name.clone())
+            .collect();
+        v.sort();
+        v
+    };
+    let (before, after) = (holders(old), holders(next));
+    let moved = |from: &[String], to: &[String]| {
+        from.iter()
+            .find(|r| to.contains(&format!("@{r}_sub_in")))
+            .cloned()
+    };
+    let relation = moved(&before, &after).or_else(|| moved(&after, &before));
+    match relation {
+        Some(r) => Err(LiveError::Rules(format!(
+            "this change moves the input facts of `{r}` between `{r}` and the candidates of \
+             its subsumption rules: adding its first or removing its last subsumption rule is \
+             not supported in a session; restart with the changed program"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -15,11 +15,18 @@ impl Materialization {
         // variant for the empty group are not listed apart.
         p.rules
             .iter()
-            .filter(|r| !r.generated)
-            // (A rule of a choice-domain relation derives its candidates.)
             .filter(|r| {
                 let head = p.relation(r.head.relation);
-                !head.is_internal() || head.name.ends_with("_choice_in")
+                // A subsumption rule is the user's, though the analysis writes the
+                // rules that apply it (module `check::subsume`).
+                if r.generated {
+                    return r.text.contains(" <= ");
+                }
+                // (A rule of a choice-domain relation, or of one with subsumption
+                // rules, derives its candidates.)
+                !head.is_internal()
+                    || head.name.ends_with("_choice_in")
+                    || head.name.ends_with("_sub_in")
             })
             .filter(|r| seen.insert((r.span, r.text.as_str())))
             .map(|r| r.text.clone())

@@ -1,0 +1,161 @@
+//! Subsumption: `r(x, d1) <= r(x, d2) :- d2 <= d1.` removes from `r` every tuple that
+//! another tuple of `r` dominates, as Soufflé does (a tuple never removes itself; two
+//! tuples that dominate each other both go, as in Soufflé).
+//!
+//! The rewrite, on the program's text: the rules and facts of `r` go to an internal
+//! relation `@r_sub_in` (the candidates; so do the lines of its input files, as Soufflé
+//! subsumes them too, but not facts typed for `r` in a session: they are `r`'s, and
+//! stay when the subsumption rules are removed); each subsumption rule adds rules for `@r_sub_dom`,
+//! the dominated candidates (one per column in which the two tuples may differ, so that
+//! a tuple is never compared with itself), and `r` is the candidates that are not
+//! dominated. Every engine maintains that incrementally, like any negation. A relation
+//! that depends on itself would be recursion through that negation: Soufflé evaluates
+//! it (shortest paths), dynalog refuses it with a located error, since removing a
+//! tuple would have to undo what was derived from it.
+
+use super::Checker;
+use super::aggregates::{atom, var};
+use super::choice::depends_on_itself;
+use dynalog_syntax::ast::{self, Expr, Item, Literal, Style};
+use dynalog_syntax::{CmpOp, Diagnostic, Span};
+
+impl Checker<'_> {
+    /// `program` with its subsumption rules rewritten (module docs), or `None` when it
+    /// has none. The spans of the rules it adds are pushed to `generated`.
+    pub(super) fn expand_subsumption(
+        &mut self,
+        program: &ast::Program,
+        generated: &mut Vec<Span>,
+    ) -> Result<Option<ast::Program>, Diagnostic> {
+        let subsumptions: Vec<&ast::Rule> = program
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Rule(r) if r.style == Style::Subsumption => Some(r),
+                _ => None,
+            })
+            .collect();
+        if subsumptions.is_empty() {
+            return Ok(None);
+        }
+        let mut relations: Vec<String> = Vec::new();
+        let mut added: Vec<ast::Rule> = Vec::new();
+        let mut fresh = 0usize;
+        for s in &subsumptions {
+            let Some((Literal::Positive(dominating), condition)) = s.body.split_first() else {
+                continue;
+            };
+            let name = s.head.relation.name.clone();
+            if dominating.relation.name != name {
+                return Err(self.err(
+                    dominating.relation.span,
+                    format!(
+                        "a subsumption rule compares two tuples of one relation: `{}` is not `{name}`",
+                        dominating.relation.name
+                    ),
+                ));
+            }
+            let id = self.lookup(&s.head.relation)?;
+            self.check_arity(&s.head, id)?;
+            self.check_arity(dominating, id)?;
+            if !relations.contains(&name) {
+                if depends_on_itself(program, &name) {
+                    return Err(self.err(
+                        s.span,
+                        format!(
+                            "`{name}` depends on itself: subsumption in a recursive relation is \
+                             not supported (a removed tuple would have to take back what was \
+                             derived from it; Soufflé evaluates it)"
+                        ),
+                    ));
+                }
+                relations.push(name.clone());
+                let arity = self.relations[id as usize].arity();
+                let types = self.relations[id as usize].types.clone();
+                let names = self.relations[id as usize].column_names.clone();
+                for suffix in ["_sub_in", "_sub_dom"] {
+                    let r = self.internal_relation(&format!("@{name}{suffix}"), arity, s.span);
+                    self.relations[r as usize].types = types.clone();
+                    self.relations[r as usize].column_names = names.clone();
+                }
+                // Input files are candidates too, as in Soufflé (still `r`'s files).
+                let inputs = std::mem::take(&mut self.relations[id as usize].inputs);
+                let in_id = self.relations.len() - 2;
+                self.relations[in_id].inputs = inputs
+                    .into_iter()
+                    .map(|mut spec| {
+                        spec.params
+                            .entry("filename".to_string())
+                            .or_insert_with(|| format!("{name}.facts"));
+                        spec
+                    })
+                    .collect();
+                // The relation: the candidates no other candidate dominates.
+                let cols: Vec<Expr> = (0..arity).map(|i| var(&format!("@c{i}"), s.span)).collect();
+                added.push(ast::Rule {
+                    head: atom(&name, cols.clone(), s.span),
+                    body: vec![
+                        Literal::Positive(atom(&format!("@{name}_sub_in"), cols.clone(), s.span)),
+                        Literal::Negative(atom(&format!("@{name}_sub_dom"), cols, s.span), s.span),
+                    ],
+                    style: Style::Souffle,
+                    span: s.span,
+                });
+            }
+            // `_` in either atom: a fresh variable (the dominated one is the head).
+            let mut name_wildcards = |args: &[Expr]| -> Vec<Expr> {
+                args.iter()
+                    .map(|a| match a {
+                        Expr::Wildcard(sp) => {
+                            fresh += 1;
+                            var(&format!("@s{fresh}"), *sp)
+                        }
+                        e => e.clone(),
+                    })
+                    .collect()
+            };
+            let lower = name_wildcards(&s.head.args);
+            let upper = name_wildcards(&dominating.args);
+            let in_name = format!("@{name}_sub_in");
+            for (c, (l, u)) in lower.iter().zip(&upper).enumerate() {
+                if let (Expr::Var(a), Expr::Var(b)) = (l, u)
+                    && a.name == b.name
+                {
+                    continue;
+                }
+                let mut body = vec![
+                    Literal::Positive(atom(&in_name, lower.clone(), s.head.span)),
+                    Literal::Positive(atom(&in_name, upper.clone(), dominating.span)),
+                ];
+                body.extend(condition.iter().cloned());
+                let at = l.span().to(u.span());
+                let _ = c;
+                body.push(Literal::Compare {
+                    op: CmpOp::Ne,
+                    lhs: l.clone(),
+                    rhs: u.clone(),
+                    span: at,
+                });
+                added.push(ast::Rule {
+                    head: atom(&format!("@{name}_sub_dom"), lower.clone(), s.head.span),
+                    body,
+                    style: Style::Souffle,
+                    span: s.span,
+                });
+            }
+            generated.push(s.span);
+        }
+        let mut out = program.clone();
+        out.items
+            .retain(|i| !matches!(i, Item::Rule(r) if r.style == Style::Subsumption));
+        for item in &mut out.items {
+            if let Item::Rule(rule) = item
+                && relations.contains(&rule.head.relation.name)
+            {
+                rule.head.relation.name = format!("@{}_sub_in", rule.head.relation.name);
+            }
+        }
+        out.items.extend(added.into_iter().map(Item::Rule));
+        Ok(Some(out))
+    }
+}
