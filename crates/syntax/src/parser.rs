@@ -2816,7 +2816,7 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "a(x) <= a(y).",
             1,
             13,
-            "expected `:-` and the condition after the dominating atom",
+            "expected `:-` and the condition after the dominating atom, found `.`",
         );
         assert_err(
             "a(x), b(x) <= a(y).",
@@ -2828,7 +2828,7 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "a(x) <= a(y) :- x < y",
             1,
             22,
-            "expected `.` at the end of the subsumption rule",
+            "expected `.` at the end of the subsumption rule, found end of input",
         );
     }
 
