@@ -389,6 +389,43 @@ pub enum Expr {
     },
 }
 
+impl Expr {
+    /// The first expression of `self` for which `f` holds: itself, then its operands
+    /// left to right, and inside aggregates (their targets, then their bodies' atoms and
+    /// comparisons) if `deep`.
+    pub fn find(&self, deep: bool, f: &mut dyn FnMut(&Expr) -> bool) -> Option<&Expr> {
+        if f(self) {
+            return Some(self);
+        }
+        match self {
+            Expr::Neg(i, _) | Expr::Unary(_, i, _) => i.find(deep, f),
+            Expr::Binary { lhs, rhs, .. } => lhs.find(deep, f).or_else(|| rhs.find(deep, f)),
+            Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+                args.iter().find_map(|a| a.find(deep, f))
+            }
+            Expr::Field { record, .. } => record.find(deep, f),
+            Expr::Aggregate(a) if deep => {
+                a.target.as_ref().and_then(|t| t.find(deep, f)).or_else(|| {
+                    a.body.iter().find_map(|l| match l {
+                        Literal::Positive(at) | Literal::Negative(at, _) => {
+                            at.args.iter().find_map(|x| x.find(deep, f))
+                        }
+                        Literal::Compare { lhs, rhs, .. } => {
+                            lhs.find(deep, f).or_else(|| rhs.find(deep, f))
+                        }
+                    })
+                })
+            }
+            Expr::Aggregate(_)
+            | Expr::Var(_)
+            | Expr::Wildcard(_)
+            | Expr::Str(..)
+            | Expr::Num(..)
+            | Expr::Nil(_) => None,
+        }
+    }
+}
+
 /// A built-in functor on symbols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Functor {

@@ -20,20 +20,14 @@ use crate::ir::{self, Functor};
 use dynalog_syntax::Diagnostic;
 use dynalog_syntax::ast::{self, Expr, Literal};
 
+/// The first `autoinc()` of `e` (inside aggregates too).
+fn find_autoinc(e: &Expr) -> Option<&Expr> {
+    e.find(true, &mut |x| matches!(x, Expr::Call(Functor::Autoinc, ..)))
+}
+
 /// Whether `e` has an `autoinc()` (inside aggregates too).
 pub(super) fn has_autoinc(e: &Expr) -> bool {
-    match e {
-        Expr::Call(Functor::Autoinc, ..) => true,
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => args.iter().any(has_autoinc),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => has_autoinc(i),
-        Expr::Binary { lhs, rhs, .. } => has_autoinc(lhs) || has_autoinc(rhs),
-        Expr::Field { record, .. } => has_autoinc(record),
-        Expr::Aggregate(a) => {
-            a.target.as_ref().is_some_and(has_autoinc)
-                || a.body.iter().any(|l| literal_autoinc(l).is_some())
-        }
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => false,
-    }
+    find_autoinc(e).is_some()
 }
 
 /// The first expression of a literal with an `autoinc()`.
@@ -41,24 +35,6 @@ fn literal_autoinc(l: &Literal) -> Option<&Expr> {
     match l {
         Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter().find(|e| has_autoinc(e)),
         Literal::Compare { lhs, rhs, .. } => [lhs, rhs].into_iter().find(|e| has_autoinc(e)),
-    }
-}
-
-/// The span of the first `autoinc()` in `e`.
-fn autoinc_span(e: &Expr) -> Option<dynalog_syntax::Span> {
-    match e {
-        Expr::Call(Functor::Autoinc, _, span) => Some(*span),
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => args.iter().find_map(autoinc_span),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => autoinc_span(i),
-        Expr::Binary { lhs, rhs, .. } => autoinc_span(lhs).or_else(|| autoinc_span(rhs)),
-        Expr::Field { record, .. } => autoinc_span(record),
-        Expr::Aggregate(a) => a.target.as_ref().and_then(autoinc_span).or_else(|| {
-            a.body
-                .iter()
-                .filter_map(literal_autoinc)
-                .find_map(autoinc_span)
-        }),
-        _ => None,
     }
 }
 
@@ -71,7 +47,11 @@ impl Checker<'_> {
             .args
             .iter()
             .find(|e| matches!(e, Expr::Aggregate(_)) && has_autoinc(e));
-        match in_body.or(in_aggregate).and_then(autoinc_span) {
+        match in_body
+            .or(in_aggregate)
+            .and_then(find_autoinc)
+            .map(Expr::span)
+        {
             Some(span) => Err(self.err(span, "`autoinc()` is only allowed in a rule's head")),
             None => Ok(()),
         }

@@ -52,44 +52,16 @@ pub(super) fn has_range(rule: &ast::Rule) -> bool {
 
 /// Whether `e` has a `range` (inside aggregates too if `deep`).
 fn contains_range(e: &Expr, deep: bool) -> bool {
-    match e {
-        Expr::Call(Functor::Range, ..) => true,
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
-            args.iter().any(|a| contains_range(a, deep))
-        }
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => contains_range(i, deep),
-        Expr::Binary { lhs, rhs, .. } => contains_range(lhs, deep) || contains_range(rhs, deep),
-        Expr::Aggregate(a) if deep => {
-            a.target.as_ref().is_some_and(|t| contains_range(t, deep))
-                || a.body.iter().any(|l| match l {
-                    Literal::Positive(at) | Literal::Negative(at, _) => {
-                        at.args.iter().any(|x| contains_range(x, deep))
-                    }
-                    Literal::Compare { lhs, rhs, .. } => {
-                        contains_range(lhs, deep) || contains_range(rhs, deep)
-                    }
-                })
-        }
-        _ => false,
-    }
+    e.find(deep, &mut |x| matches!(x, Expr::Call(Functor::Range, ..)))
+        .is_some()
 }
 
-/// The first `range` inside an aggregate of `e`, if any.
+/// The first aggregate of `e` with a `range` inside, if any.
 fn range_in_aggregate(e: &Expr) -> Option<Span> {
-    match e {
-        Expr::Aggregate(a) => {
-            let whole = Expr::Aggregate(a.clone());
-            contains_range(&whole, true).then_some(a.span)
-        }
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
-            args.iter().find_map(range_in_aggregate)
-        }
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => range_in_aggregate(i),
-        Expr::Binary { lhs, rhs, .. } => {
-            range_in_aggregate(lhs).or_else(|| range_in_aggregate(rhs))
-        }
-        _ => None,
-    }
+    e.find(false, &mut |x| {
+        matches!(x, Expr::Aggregate(_)) && contains_range(x, true)
+    })
+    .map(Expr::span)
 }
 
 /// A range taken out of a rule: its fresh variable, arguments and span.
