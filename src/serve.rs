@@ -731,13 +731,10 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
                 }
             }
         }
-        // Symbols are interned densely in order: append the new ones.
-        let have = view.symbols.len();
-        if m.symbols().len() > have {
-            let symbols = Arc::make_mut(&mut view.symbols);
-            for id in have..m.symbols().len() {
-                symbols.intern(&m.symbols().resolve(id as Value));
-            }
+        // The program's table itself (a handle): it only grows past what committed
+        // facts use, so readers resolve every id they see, records included.
+        if !view.symbols.same(m.symbols()) {
+            view.symbols = Arc::new(m.symbols().clone());
         }
         if view.declared.relations != program.relations {
             view.declared = Arc::new(declarations(program));

@@ -331,3 +331,52 @@ fn rules_are_a_set_through_transactions() {
     let (_, body) = request(&server, "GET", "/rules", "");
     assert_eq!(json(&body)["rules"].as_array().map(Vec::len), Some(1));
 }
+
+/// Records over HTTP: a transaction with records, its changes as Datalog (symbols
+/// quoted), a query whose pattern holds a record, and the facts as JSON strings.
+#[test]
+fn records_travel_as_datalog_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("p.dl"),
+        ".type P = [n: number, s: symbol]\n.type T = A {p: P} | B {}\n\
+         .decl p(x: P)\n.decl t(x: T, n: number)\n.output t\n\
+         t($A(q), n) :- p(q), q = [n, _].\n",
+    )
+    .expect("writes");
+    let program = dir.path().join("p.dl");
+    let facts = dir.path().to_str().expect("utf-8").to_string();
+    let server = start(&[program.to_str().expect("utf-8"), "-F", &facts]);
+    let (status, body) = request(
+        &server,
+        "POST",
+        "/transactions",
+        "+ p([1, \"a, ]b\"]).\n+ p([2, \"c\"]).\n",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        facts_of(&body),
+        ["+ t($A([1, \"a, ]b\"]), 1).", "+ t($A([2, \"c\"]), 2)."]
+    );
+    let (status, body) = request(
+        &server,
+        "GET",
+        // t($A([2,"c"]),x), percent-encoded.
+        "/relations/t?pattern=t(%24A(%5B2%2C%22c%22%5D)%2Cx)",
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["facts"],
+        serde_json::json!([["$A([2, \"c\"])", 2]])
+    );
+    // A record that does not fit its type is refused, and nothing is applied.
+    let (status, body) = request(&server, "POST", "/transactions", "+ p([3]).\n");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        json(&body)["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("`P` has 2 field(s), but 1 are written here")),
+        "{body}"
+    );
+}

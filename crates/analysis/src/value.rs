@@ -382,6 +382,19 @@ impl SymbolTable {
         }
     }
 
+    /// A new table with no symbols or records, but `other`'s record types (with the
+    /// same indices): to read constants of those types apart from `other`.
+    pub fn with_types_of(other: &SymbolTable) -> SymbolTable {
+        let names = other.names();
+        SymbolTable {
+            inner: Arc::new(RwLock::new(Names {
+                types: names.types.clone(),
+                type_sets: names.type_sets.clone(),
+                ..Names::default()
+            })),
+        }
+    }
+
     /// Whether `self` and `other` are handles on the same table.
     pub fn same(&self, other: &SymbolTable) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -512,6 +525,14 @@ impl SymbolTable {
         names.records.push(row.clone());
         names.record_ids.insert(row, id);
         id
+    }
+
+    /// The id of the record `[branch, fields...]` if the table has it (nothing is made).
+    pub fn find_record(&self, branch: Value, fields: &[Value]) -> Option<Value> {
+        let mut row = Vec::with_capacity(fields.len() + 1);
+        row.push(branch);
+        row.extend_from_slice(fields);
+        self.names().record_ids.get(&row[..]).copied()
     }
 
     /// Field `index` of record `id` if the record was made by constructor `branch`

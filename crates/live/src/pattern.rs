@@ -19,6 +19,30 @@ pub struct Pattern {
     args: Vec<PatternArg>,
 }
 
+/// The id in `symbols` of value `v` of type `ty` lowered into `scratch`, if `symbols`
+/// has it (a symbol by its text, a record by its fields; other values are themselves).
+/// Records nest no deeper than a pattern's expressions.
+fn find_in(symbols: &SymbolTable, scratch: &SymbolTable, ty: Type, v: Value) -> Option<Value> {
+    match ty {
+        Type::Symbol => symbols.lookup(&scratch.resolve(v)),
+        Type::Record(_) if v == 0 => Some(0),
+        Type::Record(t) => {
+            let rt = scratch.record_type(t)?;
+            let read = scratch.read();
+            let (&branch, fields) = read.record_row(v)?.split_first()?;
+            let fields = fields.to_vec();
+            drop(read);
+            let field_types = &rt.branches.get(branch as usize)?.fields;
+            let mut found = Vec::with_capacity(fields.len());
+            for (&f, (_, fty)) in fields.iter().zip(field_types) {
+                found.push(find_in(symbols, scratch, *fty, f)?);
+            }
+            symbols.find_record(branch, &found)
+        }
+        _ => Some(v),
+    }
+}
+
 impl Pattern {
     /// Parse `text` (one atom; the final `.` may be left out) and check it against
     /// `program`'s declarations, interning its symbol constants into `symbols` (the
@@ -51,14 +75,15 @@ impl Pattern {
         program: &Program,
         symbols: &SymbolTable,
     ) -> Result<Option<Pattern>, LiveError> {
-        // Symbol constants come from string literals only: lowered into a scratch
-        // table, each is then looked up by its text.
-        let mut scratch = SymbolTable::new();
+        // Symbol and record constants are lowered into a scratch table (with the
+        // program's record types), then looked up in `symbols`: symbols by their text,
+        // records by their fields, found in turn.
+        let mut scratch = SymbolTable::with_types_of(symbols);
         let mut p = Pattern::lower(text, program, &mut scratch)?;
         let types = &program.relation(p.relation).types;
         for (a, t) in p.args.iter_mut().zip(types) {
-            if let (PatternArg::Const(c), Type::Symbol) = (a, t) {
-                match symbols.lookup(&scratch.resolve(*c)) {
+            if let PatternArg::Const(c) = a {
+                match find_in(symbols, &scratch, *t, *c) {
                     Some(id) => *c = id,
                     None => return Ok(None),
                 }
@@ -127,6 +152,37 @@ mod tests {
         // The same pattern lowered with interning matches the same facts.
         let interned = Pattern::lower("e(x, \"a\").", &p, &mut symbols).expect("a pattern");
         assert_eq!(interned, pattern);
+    }
+
+    #[test]
+    fn a_read_only_lowering_finds_records_by_their_fields() {
+        let text = ".type P = [n: number, s: symbol]\n.type T = A {p: P} | B {}\n\
+                    .decl t(x: T)\nt($A([1, \"a\"])).\nt($B()).\n";
+        let file = SourceFile::new("p.dl", text);
+        let ast = dynalog_syntax::parse(&file).expect("parses");
+        let p = dynalog_analysis::analyse(&file, &ast).expect("checks");
+        let (records, symbols) = (p.symbols.records_len(), p.symbols.len());
+        for (text, found) in [
+            ("t($A([1, \"a\"]))", true),
+            ("t($B())", true),
+            ("t($A([2, \"a\"]))", false),
+            ("t($A([1, \"zz\"]))", false),
+        ] {
+            let lowered = Pattern::lower_readonly(text, &p, &p.symbols).expect("a pattern");
+            assert_eq!(lowered.is_some(), found, "{text}");
+            if let Some(pattern) = lowered {
+                let facts = p
+                    .facts
+                    .iter()
+                    .filter(|(_, t)| pattern.matches(t, &mut Vec::new()));
+                assert_eq!(facts.count(), 1, "{text}");
+            }
+        }
+        assert_eq!(
+            (p.symbols.records_len(), p.symbols.len()),
+            (records, symbols),
+            "nothing is made in the program's table"
+        );
     }
 
     #[test]
