@@ -463,21 +463,21 @@ impl<'a> Parser<'a> {
             let base = self.expect_ident("a type name after `<:`")?;
             of.push(self.qualify(base)?);
         } else if self.eat(&TokenKind::Eq)?.is_some() {
-            if let Some(open) = self.eat(&TokenKind::LBracket)? {
-                let fields = self.typed_fields(&TokenKind::RBracket, "`]`", open.span)?;
+            if self.eat(&TokenKind::LBracket)?.is_some() {
+                let fields = self.typed_fields(&TokenKind::RBracket, "`]`")?;
                 shape = TypeShape::Record(fields);
             } else {
                 let mut constructors: Vec<Constructor> = Vec::new();
                 loop {
                     let member = self.expect_ident("a type name")?;
-                    if let Some(open) = self.eat(&TokenKind::LBrace)? {
+                    if self.eat(&TokenKind::LBrace)?.is_some() {
                         if !of.is_empty() {
                             return Err(self.error(
                                 member.span,
                                 "a union of types cannot have constructors: write every branch `Name {...}`",
                             ));
                         }
-                        let fields = self.typed_fields(&TokenKind::RBrace, "`}`", open.span)?;
+                        let fields = self.typed_fields(&TokenKind::RBrace, "`}`")?;
                         constructors.push(Constructor {
                             name: member,
                             fields,
@@ -510,12 +510,11 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `name: type, ...` up to `close` (consumed), after the opening bracket at `open`.
+    /// `name: type, ...` up to `close` (consumed), after the opening bracket.
     fn typed_fields(
         &mut self,
         close: &TokenKind,
         close_text: &str,
-        open: Span,
     ) -> PResult<Vec<(Ident, Ident)>> {
         let mut fields: Vec<(Ident, Ident)> = Vec::new();
         if self.eat(close)?.is_some() {
@@ -542,7 +541,6 @@ impl<'a> Parser<'a> {
             if self.eat(close)?.is_some() {
                 return Ok(fields);
             }
-            let _ = open;
             return Err(self.expected(&format!("`,` or {close_text} after a field")));
         }
     }

@@ -130,7 +130,7 @@ impl Checker<'_> {
                     ),
                 ));
             }
-            let input = format!("@{name}_choice_in");
+            let input = crate::ir::choice_candidates(&name);
             let in_id = self.internal_relation(&input, rel.arity(), span);
             {
                 // (Its input files stay `r`'s: Soufflé loads them without a choice.)

@@ -156,8 +156,7 @@ pub fn analyse_with(
                 // written ones.
                 // (A rule of a choice-domain relation has its head renamed to the
                 // candidates' relation, module `choice`: its text is still as written.)
-                let choice = rule.head.relation.name.ends_with("_choice_in")
-                    || rule.head.relation.name.ends_with("_sub_in");
+                let choice = ir::is_candidates(&rule.head.relation.name);
                 if shared(i + 1)
                     || (i > 0 && shared(i - 1))
                     || (rule.renamed_in(&file.text) && !choice)

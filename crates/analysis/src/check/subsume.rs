@@ -16,6 +16,7 @@
 use super::Checker;
 use super::aggregates::{atom, var};
 use super::choice::depends_on_itself;
+use crate::ir::subsumption_candidates;
 use dynalog_syntax::ast::{self, Expr, Item, Literal, Style};
 use dynalog_syntax::{CmpOp, Diagnostic, Span};
 
@@ -73,8 +74,8 @@ impl Checker<'_> {
                 let arity = self.relations[id as usize].arity();
                 let types = self.relations[id as usize].types.clone();
                 let names = self.relations[id as usize].column_names.clone();
-                for suffix in ["_sub_in", "_sub_dom"] {
-                    let r = self.internal_relation(&format!("@{name}{suffix}"), arity, s.span);
+                for internal in [subsumption_candidates(&name), format!("@{name}_sub_dom")] {
+                    let r = self.internal_relation(&internal, arity, s.span);
                     self.relations[r as usize].types = types.clone();
                     self.relations[r as usize].column_names = names.clone();
                 }
@@ -95,7 +96,11 @@ impl Checker<'_> {
                 added.push(ast::Rule {
                     head: atom(&name, cols.clone(), s.span),
                     body: vec![
-                        Literal::Positive(atom(&format!("@{name}_sub_in"), cols.clone(), s.span)),
+                        Literal::Positive(atom(
+                            &subsumption_candidates(&name),
+                            cols.clone(),
+                            s.span,
+                        )),
                         Literal::Negative(atom(&format!("@{name}_sub_dom"), cols, s.span), s.span),
                     ],
                     style: Style::Souffle,
@@ -116,8 +121,8 @@ impl Checker<'_> {
             };
             let lower = name_wildcards(&s.head.args);
             let upper = name_wildcards(&dominating.args);
-            let in_name = format!("@{name}_sub_in");
-            for (c, (l, u)) in lower.iter().zip(&upper).enumerate() {
+            let in_name = subsumption_candidates(&name);
+            for (l, u) in lower.iter().zip(&upper) {
                 if let (Expr::Var(a), Expr::Var(b)) = (l, u)
                     && a.name == b.name
                 {
@@ -129,7 +134,6 @@ impl Checker<'_> {
                 ];
                 body.extend(condition.iter().cloned());
                 let at = l.span().to(u.span());
-                let _ = c;
                 body.push(Literal::Compare {
                     op: CmpOp::Ne,
                     lhs: l.clone(),
@@ -152,7 +156,7 @@ impl Checker<'_> {
             if let Item::Rule(rule) = item
                 && relations.contains(&rule.head.relation.name)
             {
-                rule.head.relation.name = format!("@{}_sub_in", rule.head.relation.name);
+                rule.head.relation.name = subsumption_candidates(&rule.head.relation.name);
             }
         }
         out.items.extend(added.into_iter().map(Item::Rule));

@@ -66,6 +66,25 @@ impl Relation {
     }
 }
 
+/// The relation of the candidates of `relation`'s choice (`choice-domain`, module
+/// `check::choice`).
+pub fn choice_candidates(relation: &str) -> String {
+    format!("@{relation}_choice_in")
+}
+
+/// The relation of the candidates of `relation`'s subsumption rules (module
+/// `check::subsume`).
+pub fn subsumption_candidates(relation: &str) -> String {
+    format!("@{relation}_sub_in")
+}
+
+/// Whether `name` is a relation of candidates ([`choice_candidates`],
+/// [`subsumption_candidates`]): its rules are the ones written for the chosen or
+/// subsumed relation.
+pub fn is_candidates(name: &str) -> bool {
+    name.starts_with('@') && (name.ends_with("_choice_in") || name.ends_with("_sub_in"))
+}
+
 /// An argument of a body atom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Term {

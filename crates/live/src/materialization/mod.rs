@@ -869,7 +869,7 @@ fn moves_no_inputs(old: &Program, next: &Program) -> Result<(), LiveError> {
     let (before, after) = (holders(old), holders(next));
     let moved = |from: &[String], to: &[String]| {
         from.iter()
-            .find(|r| to.contains(&format!("@{r}_sub_in")))
+            .find(|r| to.contains(&dynalog_analysis::ir::subsumption_candidates(r)))
             .cloned()
     };
     let relation = moved(&before, &after).or_else(|| moved(&after, &before));

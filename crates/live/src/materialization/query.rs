@@ -24,9 +24,7 @@ impl Materialization {
                 }
                 // (A rule of a choice-domain relation, or of one with subsumption
                 // rules, derives its candidates.)
-                !head.is_internal()
-                    || head.name.ends_with("_choice_in")
-                    || head.name.ends_with("_sub_in")
+                !head.is_internal() || dynalog_analysis::ir::is_candidates(&head.name)
             })
             .filter(|r| seen.insert((r.span, r.text.as_str())))
             .map(|r| r.text.clone())
