@@ -142,6 +142,11 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     let input_facts = load.facts();
 
     let config = dynalog_engines::Config::new(&args.engine, args.workers);
+    let rss_before = if args.stats {
+        crate::run::rss_bytes()
+    } else {
+        None
+    };
     let mut engine = dynalog_engines::create(&config, program).map_err(|e| e.to_string())?;
     for (rel, tuples) in &load.batches {
         for t in tuples.iter() {
@@ -154,6 +159,11 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     let stats = {
         let _spinner = Spinner::start("materializing");
         engine.commit().map_err(|e| format!("error: {e}"))?
+    };
+    let memory = if args.stats {
+        crate::run::memory_report(engine.as_mut(), rss_before)
+    } else {
+        None
     };
 
     let write_started = Instant::now();
@@ -240,6 +250,9 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             eprintln!("  {n}\t{pred}");
         }
         eprintln!("total: {:.3} s", started.elapsed().as_secs_f64());
+        if let Some(memory) = &memory {
+            eprint!("{memory}");
+        }
         if let Some(peak) = crate::run::peak_rss_bytes() {
             eprintln!("peak memory: {:.1} MB", peak as f64 / 1e6);
         }

@@ -207,6 +207,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let in_cluster = cluster.is_some();
     let config = dynalog_engines::Config::new(&args.engine, args.workers)
         .with_cluster(cluster, dynalog_engines::ClusterRole::Replicated);
+    let rss_before = if args.stats { rss_bytes() } else { None };
     let mut engine = dynalog_engines::create(&config, program).map_err(|e| match in_cluster {
         true => format!("error: {e}"),
         false => e.to_string(),
@@ -220,6 +221,13 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let stats = {
         let _spinner = Spinner::start("evaluating");
         engine.commit().map_err(|e| format!("error: {e}"))?
+    };
+    // Measured now, before the outputs are written (which allocate buffers of their
+    // own).
+    let memory = if args.stats {
+        memory_report(engine.as_mut(), rss_before)
+    } else {
+        None
     };
 
     let target = if args.output_dir == "-" {
@@ -280,6 +288,9 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             .map(|r| format!("{} {}", p.relations[r].name, engine.len(r as u32)))
             .collect();
         eprintln!("facts: {}", counts.join(", "));
+        if let Some(memory) = &memory {
+            eprint!("{memory}");
+        }
         if let Some(peak) = peak_rss_bytes() {
             eprintln!("peak memory: {:.1} MB", peak as f64 / 1e6);
         }
@@ -325,8 +336,52 @@ fn print_network() {
 
 /// Peak resident set size of this process, from the OS.
 pub fn peak_rss_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// Resident set size of this process now, from the OS.
+pub fn rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A field of `/proc/self/status` in kB, as bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// With `--stats`: what the engine holds, part by part, and how that compares with
+/// the growth of the process's resident memory since `before` (taken before the engine
+/// was created); `None` if the engine does not account for its memory. Taken straight
+/// after the evaluation, before the outputs allocate buffers of their own.
+pub fn memory_report(
+    engine: &mut dyn dynalog_engines::Engine,
+    before: Option<u64>,
+) -> Option<String> {
+    let memory = engine.memory()?;
+    let facts = (0..engine.program().relations.len())
+        .map(|r| engine.len(r as u32) as u64)
+        .sum();
+    let mut text = format!("memory held by the engine:\n{}", memory.table(facts));
+    // Freed memory the allocator still holds (of the transient state of the
+    // evaluation) goes back to the system first, so the resident memory is what is
+    // in use.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of glibc's heaps to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    if let (Some(before), Some(now)) = (before, rss_bytes()) {
+        let growth = now.saturating_sub(before);
+        text.push_str(&format!(
+            "resident memory: {:.1} MB, {:.1} MB more than before the engine was created \
+             (the engine accounts for {:.0}% of that)\n",
+            now as f64 / 1e6,
+            growth as f64 / 1e6,
+            100.0 * memory.total_bytes() as f64 / (growth.max(1)) as f64
+        ));
+    }
+    Some(text)
 }

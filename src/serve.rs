@@ -13,7 +13,8 @@
 //! * `GET /changes?since=N&offset=K&limit=L`: the logged changes from transaction N on,
 //!   one page of at most L changes; with `follow=true`, a stream of newline-delimited
 //!   JSON, one line per commit, that stays open and continues as transactions commit.
-//! * `GET /health`, `GET /metrics`.
+//! * `GET /health`, `GET /metrics` (facts per relation, the change log, resident memory,
+//!   and the engine's memory by part as last measured: `engine_memory`).
 //!
 //! One thread owns the engine and applies transactions one at a time, in arrival order.
 //! After each commit it publishes the changes into a read view (a set of facts per
@@ -219,6 +220,39 @@ struct Shared {
     /// Why the engine can no longer commit (a lost cluster peer), once it cannot.
     failed: RwLock<Option<String>>,
     access: Access,
+    /// The engine's memory by part, for `/metrics` (see [`Measured`]).
+    memory: RwLock<Option<Measured>>,
+}
+
+/// The engine's memory, as measured after a commit: the engine thread measures after
+/// the first commit, then after a commit when the last measure is a second old, and
+/// while idle when a commit came since (a measure walks the engine's parts, so it is
+/// not taken after every commit of a busy server).
+struct Measured {
+    commit: u64,
+    at: Instant,
+    facts: u64,
+    usage: dynalog_engines::MemoryUsage,
+}
+
+/// Measure the engine's memory into `shared` if the last measure is older than
+/// `max_age` and commits came since.
+fn measure(shared: &Shared, m: &mut Materialization, commit: u64, max_age: Duration) {
+    let stale = match &*shared.memory.read().unwrap_or_else(|e| e.into_inner()) {
+        None => true,
+        Some(last) => last.commit != commit && last.at.elapsed() >= max_age,
+    };
+    if !stale {
+        return;
+    }
+    if let Some(usage) = m.memory() {
+        *shared.memory.write().unwrap_or_else(|e| e.into_inner()) = Some(Measured {
+            commit,
+            at: Instant::now(),
+            facts: m.total_facts(),
+            usage,
+        });
+    }
 }
 
 /// Who may talk to the server: see [`guard`].
@@ -370,8 +404,10 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             instance: m.instance_id().to_string(),
             failed: RwLock::new(None),
             access,
+            memory: RwLock::new(None),
         });
         publish(&shared, &m, &first);
+        measure(&shared, &mut m, first.number, Duration::ZERO);
         if ready_tx.send(Ok(shared.clone())).is_err() {
             return;
         }
@@ -382,6 +418,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
                     // A lost or stopped cluster peer shows in /health while idle too.
                     if let Some(reason) = m.failed() {
                         *shared.failed.write().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+                    } else {
+                        let commit = current(&shared).commit;
+                        measure(&shared, &mut m, commit, Duration::ZERO);
                     }
                     continue;
                 }
@@ -401,6 +440,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             let outcome = match transaction(&mut m, &fact_dir, &body) {
                 Ok((c, present)) => {
                     publish(&shared, &m, &c);
+                    measure(&shared, &mut m, c.number, Duration::from_secs(1));
                     let mut j = commit_json(&shared.instance, &m, &c);
                     if !present.is_empty() {
                         j["already_present"] = json!(present);
@@ -1271,6 +1311,22 @@ async fn get_health(State(shared): State<Arc<Shared>>) -> Response {
     }
 }
 
+/// The last measure of the engine's memory, as JSON (`null` if the engine does not
+/// account for its memory).
+fn engine_memory(shared: &Shared) -> Json {
+    let guard = shared.memory.read().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = guard.as_ref() else {
+        return Json::Null;
+    };
+    let total = m.usage.total_bytes();
+    json!({
+        "commit": m.commit,
+        "total_bytes": total,
+        "bytes_per_fact": if m.facts > 0 { json!((total as f64 / m.facts as f64 * 10.0).round() / 10.0) } else { Json::Null },
+        "parts": m.usage.parts.iter().map(|p| json!({"name": p.name, "records": p.records, "bytes": p.bytes})).collect::<Vec<_>>(),
+    })
+}
+
 async fn get_metrics(State(shared): State<Arc<Shared>>) -> Response {
     let view = current(&shared);
     let facts: serde_json::Map<String, Json> = view
@@ -1291,6 +1347,8 @@ async fn get_metrics(State(shared): State<Arc<Shared>>) -> Response {
         "last_commit_ms": view.last_commit_ms,
         "change_log": {"commits": log_commits, "bytes": log_bytes, "oldest": oldest},
         "peak_memory_bytes": crate::run::peak_rss_bytes(),
+        "resident_memory_bytes": crate::run::rss_bytes(),
+        "engine_memory": engine_memory(&shared),
         "uptime_s": (shared.started.elapsed().as_secs_f64() * 1e3).round() / 1e3,
     }))
     .into_response()

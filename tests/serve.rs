@@ -127,6 +127,26 @@ fn transactions_queries_and_the_change_log() {
         let m = json(&body);
         assert_eq!(m["transactions"], 3);
         assert_eq!(m["facts"]["path"], 7);
+        // The engine's memory by part, as last measured (the differential engine
+        // accounts for its memory, the reference engine does not).
+        assert!(
+            m["resident_memory_bytes"].as_u64().unwrap_or(0) > 0,
+            "{body}"
+        );
+        let memory = &m["engine_memory"];
+        if engine == "diff" {
+            let parts = memory["parts"].as_array().expect("parts");
+            let sum: u64 = parts.iter().filter_map(|p| p["bytes"].as_u64()).sum();
+            assert_eq!(memory["total_bytes"].as_u64(), Some(sum), "{body}");
+            assert!(parts.iter().any(|p| {
+                p["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("distinct"))
+                    && p["records"].as_u64() > Some(0)
+            }));
+        } else {
+            assert!(memory.is_null(), "{body}");
+        }
     }
 }
 

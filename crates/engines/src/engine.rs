@@ -32,6 +32,75 @@ pub struct StratumStats {
     pub elapsed: Duration,
 }
 
+/// What an engine holds in memory, by part (see [`Engine::memory`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    pub parts: Vec<MemoryPart>,
+}
+
+/// One part of an engine's memory: what it is, the records it holds (updates of an
+/// arrangement, facts of a table) and their bytes (allocated capacity, not only what
+/// is used).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPart {
+    pub name: String,
+    pub records: u64,
+    pub bytes: u64,
+}
+
+impl MemoryUsage {
+    /// Add `records` and `bytes` to the part `name`, created if missing (parts keep
+    /// the order in which they are first named).
+    pub fn add(&mut self, name: &str, records: u64, bytes: u64) {
+        match self.parts.iter_mut().find(|p| p.name == name) {
+            Some(p) => {
+                p.records += records;
+                p.bytes += bytes;
+            }
+            None => self.parts.push(MemoryPart {
+                name: name.to_string(),
+                records,
+                bytes,
+            }),
+        }
+    }
+
+    /// The bytes of every part.
+    pub fn total_bytes(&self) -> u64 {
+        self.parts.iter().map(|p| p.bytes).sum()
+    }
+
+    /// A table, one part per line, then the total and, when `facts` > 0, the bytes
+    /// per fact (of the materialization).
+    pub fn table(&self, facts: u64) -> String {
+        let mut text = String::new();
+        let width = self.parts.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        for p in &self.parts {
+            text.push_str(&format!(
+                "  {:width$}  {:>12} records  {:>10.1} MB\n",
+                p.name,
+                p.records,
+                p.bytes as f64 / 1e6
+            ));
+        }
+        let total = self.total_bytes();
+        text.push_str(&format!(
+            "  {:width$}  {:>12}          {:>10.1} MB",
+            "total",
+            "",
+            total as f64 / 1e6
+        ));
+        if facts > 0 {
+            text.push_str(&format!(
+                ", {:.1} bytes per fact",
+                total as f64 / facts as f64
+            ));
+        }
+        text.push('\n');
+        text
+    }
+}
+
 /// One change of the materialization: a fact of a relation appeared (`+1`) or
 /// disappeared (`-1`).
 pub type Change = (RelId, Vec<Value>, isize);
@@ -129,6 +198,13 @@ pub trait Engine {
 
     /// All facts of a relation (as of the last commit), in no particular order.
     fn facts(&self, relation: RelId) -> Vec<Vec<Value>>;
+
+    /// What the engine holds in memory, by part, as of now (`None` if it does not
+    /// account for its memory). Cheap enough for a status query, not for every commit:
+    /// it may walk the engine's tables.
+    fn memory(&mut self) -> Option<MemoryUsage> {
+        None
+    }
 
     /// Call `f` on every fact of a relation (as of the last commit), in no particular
     /// order, without materializing a vector per fact. Engines that store facts flat

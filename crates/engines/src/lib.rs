@@ -44,7 +44,7 @@ pub mod store;
 
 pub use config::{ClusterRole, Config, ENGINE_NAMES, create};
 pub(crate) use engine::difference_count;
-pub use engine::{Change, CommitStats, Engine, StratumStats, difference};
+pub use engine::{Change, CommitStats, Engine, MemoryPart, MemoryUsage, StratumStats, difference};
 pub use error::EngineError;
 pub(crate) use limits::Budget;
 pub use limits::{LimitExceeded, Limits};

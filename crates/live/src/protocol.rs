@@ -5,7 +5,8 @@
 //! nothing for a staged change (or `already present: RULE` for each rule of a
 //! `+ RULE.` line that the program already has: rules are a set, it is not added again), the
 //! changes then [`summary`] for `commit`, `aborted`, the matching facts then
-//! `N results` for `? PATTERN.`, a number for `size`, facts for `dump`, rules for
+//! `N results` for `? PATTERN.`, a number for `size REL` (the facts and the engine's
+//! memory, part by part, for `size`), facts for `dump`, rules for
 //! `rules`. A refused line is a [`CommandError`], whose `Display` is the reason the
 //! session prints after `error: line N:`. Reading the lines and numbering them is the
 //! front end's (`dynalog session` reads standard input).
@@ -29,6 +30,7 @@ commit               apply what is staged; print the changes and a summary
 abort                discard what is staged
 ? PATTERN.           facts matching a pattern, e.g. `? path(1, x).`
 size REL             number of facts of REL
+size                 number of facts, and the engine's memory by part
 dump REL             every fact of REL
 rules                the current rules
 help                 this list
@@ -166,6 +168,14 @@ pub fn command(
                 writeln!(out, "{}", m.render(*r, t))?;
             }
             writeln!(out, "{} result{}", rows.len(), plural(rows.len()))?;
+        }
+        "size" if rest.is_empty() => {
+            let facts = m.total_facts();
+            writeln!(out, "{facts} facts")?;
+            match m.memory() {
+                Some(memory) => write!(out, "{}", memory.table(facts))?,
+                None => writeln!(out, "(this engine does not account for its memory)")?,
+            }
         }
         "size" => {
             let rel = one_arg(word, rest)?;

@@ -8,12 +8,13 @@ use super::compile::{AGG, HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_
 use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
+use super::memory::{Meter, Usage, trace_meter, vec_bytes};
 use super::step::{Emit, emit, head};
 use super::types::{Inner, Mult, Row, Sub, bucket};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::iterate::VecVariable;
-use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine};
+use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine, ValBuilder, ValSpine};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::dataflow::operators::core::Exchange as _;
@@ -60,6 +61,8 @@ pub(crate) struct Handles<R: Row> {
     /// The addresses of the operators that hold arrangements, to wake for background
     /// merging after a commit.
     pub arrangements: Vec<Rc<[usize]>>,
+    /// What each part of the circuit holds (see module `memory`).
+    pub meters: Vec<Meter>,
 }
 
 /// Build the circuit on `worker`.
@@ -80,6 +83,7 @@ pub(crate) fn build<R: Row>(
         let rounds = Rc::new(RefCell::new(Vec::new()));
         let rounds2 = rounds.clone();
         let mut arrangements: Vec<Rc<[usize]>> = Vec::new();
+        let mut meters: Vec<Meter> = Vec::new();
 
         let result = scope.iterative::<u32, _, _>(|inner| {
             // Base facts and heads go to their fact's worker (`fact_route`), where the
@@ -113,18 +117,22 @@ pub(crate) fn build<R: Row>(
 
             // Index entries, (pattern, bound values) -> free values, and the direct
             // rules' substitutions past their first atom.
-            let (entries, direct) = pattern_entries(facts, patterns, tables.clone(), buckets);
+            let (entries, direct, meter) =
+                pattern_entries(facts, patterns, tables.clone(), buckets);
+            meters.push(meter);
             let index = entries
                 .clone()
                 .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
                 .arrange_by_key_named("Index");
             arrangements.push(index.trace.operator().address.clone());
+            meters.push(trace_meter("index (pattern entries)", &index.trace));
             // Negated patterns: the set of keys (distinct: a wildcard makes duplicates).
             let negated_entries = entries
                 .filter(|(k, _)| k.as_ref()[0] & NEG != 0)
                 .map(|(k, _)| k)
                 .arrange_by_self_named("NegatedEntries");
             arrangements.push(negated_entries.trace.operator().address.clone());
+            meters.push(trace_meter("negated entries", &negated_entries.trace));
             let negated = negated_entries
                 .reduce_abelian::<_, KeyBuilder<R, Inner, Mult>, KeySpine<R, Inner, Mult>, _, _>(
                     "NegatedKeys",
@@ -135,6 +143,7 @@ pub(crate) fn build<R: Row>(
                     },
                 );
             arrangements.push(negated.trace.operator().address.clone());
+            meters.push(trace_meter("negated keys", &negated.trace));
 
             // Seeds: the empty substitution of every live rule that is not direct, run up
             // to its first atom.
@@ -167,6 +176,15 @@ pub(crate) fn build<R: Row>(
                 let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
                 arrangements.push(at_index.trace.operator().address.clone());
                 arrangements.push(last_index.trace.operator().address.clone());
+                let stage = s + 1;
+                meters.push(trace_meter(
+                    format!("substitutions at stage {stage}, next atom"),
+                    &at_index.trace,
+                ));
+                meters.push(trace_meter(
+                    format!("substitutions at stage {stage}, last atom"),
+                    &last_index.trace,
+                ));
                 let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & NEG != 0);
 
                 let t = tables.clone();
@@ -185,6 +203,10 @@ pub(crate) fn build<R: Row>(
                 ));
                 let wait_neg = at_neg.clone().arrange_by_key_named("WaitNeg");
                 arrangements.push(wait_neg.trace.operator().address.clone());
+                meters.push(trace_meter(
+                    format!("substitutions at stage {stage}, negation"),
+                    &wait_neg.trace,
+                ));
                 let blocked =
                     wait_neg.join_core(negated.clone(), |k, sub: &Sub<R>, _| Some((*k, *sub)));
                 let t = tables.clone();
@@ -208,7 +230,8 @@ pub(crate) fn build<R: Row>(
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
-            let derived = consolidate_heads(heads);
+            let (derived, meter) = consolidate_heads(heads);
+            meters.push(meter);
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.
@@ -223,7 +246,13 @@ pub(crate) fn build<R: Row>(
                     val.as_mut()[..rest].copy_from_slice(&v[1 + group..1 + group + rest]);
                     (key, val)
                 })
-                .reduce_named("Aggregate", |key: &R, input: &[(&R, Mult)], output| {
+                .arrange_by_key_named("AggregateInput");
+            arrangements.push(aggregated.trace.operator().address.clone());
+            meters.push(trace_meter("aggregate input", &aggregated.trace));
+            let aggregated = aggregated
+                .reduce_abelian::<_, ValBuilder<R, R, Inner, Mult>, ValSpine<R, R, Inner, Mult>, _, _>(
+                    "Aggregate",
+                    |key: &R, input: &[(&R, Mult)], output: &mut Vec<(R, Mult)>| {
                     let k = key.as_ref();
                     let (func, ty, group, rest, head) = agg_untag(k[0]);
                     let rows = input
@@ -238,8 +267,15 @@ pub(crate) fn build<R: Row>(
                         f[1 + group] = result;
                         output.push((fact, 1 as Mult));
                     }
-                })
-                .map(|(_, fact)| fact);
+                    },
+                    |vec, key: &R, upds| {
+                        vec.clear();
+                        vec.extend(upds.drain(..).map(|(v, t, r)| ((*key, v), t, r)));
+                    },
+                );
+            arrangements.push(aggregated.trace.operator().address.clone());
+            meters.push(trace_meter("aggregate output", &aggregated.trace));
+            let aggregated = aggregated.as_collection(|_, fact: &R| *fact);
             let aggregated = VecCollection::new(
                 aggregated
                     .inner
@@ -247,7 +283,8 @@ pub(crate) fn build<R: Row>(
             );
             let derived = derived.filter(|r| r.as_ref()[0] & AGG == 0);
             // distinct, on the facts' workers (placed by `fact_route` above).
-            let result = distinct(base.concat(derived).concat(aggregated));
+            let (result, meter) = distinct(base.concat(derived).concat(aggregated));
+            meters.push(meter);
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {
@@ -275,6 +312,14 @@ pub(crate) fn build<R: Row>(
             result
         };
         let out = output.clone();
+        meters.push(Meter::new("output to the handle", move || {
+            let out = out.borrow();
+            Usage {
+                records: out.len() as u64,
+                bytes: vec_bytes(&*out),
+            }
+        }));
+        let out = output.clone();
         let (probe, _) = result
             .inspect_batch(move |_, data| {
                 out.borrow_mut()
@@ -296,6 +341,7 @@ pub(crate) fn build<R: Row>(
             output,
             rounds,
             arrangements,
+            meters,
         }
     })
 }

@@ -32,12 +32,15 @@
 //! at the cost of one hash lookup per update instead of a sort and the merges of two
 //! spines, and with one list of steps per fact instead of two arrangements.
 
+use super::memory::{Meter, Usage, map_bytes, vec_bytes};
 use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
@@ -200,17 +203,22 @@ fn process<R: Row>(
 /// `distinct(input)`: every fact with a positive count, once. Every update of a fact
 /// must reach the same worker: the caller places them (the operator does not move
 /// them, which saves the circuit an exchange in every round).
+/// Also returns the meter of the operator's state (see [`State::usage`]).
 pub(crate) fn distinct<'s, R: Row>(
     input: VecCollection<'s, Inner, R, Mult>,
-) -> VecCollection<'s, Inner, R, Mult> {
+) -> (VecCollection<'s, Inner, R, Mult>, Meter) {
+    let state: Rc<RefCell<State<R>>> = Rc::default();
+    let shared = state.clone();
+    let meter = Meter::new("distinct (facts, round histories)", move || {
+        shared.borrow().usage()
+    });
     let stream = input
         .inner
         .unary_frontier(Pipeline, "Distinct", move |_capability, _info| {
-            let mut facts: FxHashMap<R, History> = FxHashMap::default();
-            // Input changes (and re-evaluations, with multiplicity 0) by time.
-            let mut pending: BTreeMap<(u32, u32), Vec<(R, Mult)>> = BTreeMap::new();
             let mut held = CapabilitySet::new();
             move |(input, frontier), output| {
+                let mut state = state.borrow_mut();
+                let State { facts, pending } = &mut *state;
                 input.for_each(|cap, data| {
                     for c in cap.retain_stamp(0).iter() {
                         held.insert(c.clone());
@@ -253,7 +261,7 @@ pub(crate) fn distinct<'s, R: Row>(
                     let t = Product::new(epoch, round);
                     let cap = held.delayed(&t);
                     let mut session = output.session(&cap);
-                    process(&mut facts, &updates, round, |f, change, wrong| {
+                    process(facts, &updates, round, |f, change, wrong| {
                         if change != 0 {
                             session.give((f, t, change));
                         }
@@ -273,7 +281,41 @@ pub(crate) fn distinct<'s, R: Row>(
                 }
             }
         });
-    VecCollection::new(stream)
+    (VecCollection::new(stream), meter)
+}
+
+/// The operator's state: the facts' histories, and the updates waiting for their time
+/// (changes, and re-evaluations with multiplicity 0).
+struct State<R> {
+    facts: FxHashMap<R, History>,
+    pending: BTreeMap<(u32, u32), Vec<(R, Mult)>>,
+}
+
+impl<R> Default for State<R> {
+    fn default() -> Self {
+        State {
+            facts: FxHashMap::default(),
+            pending: BTreeMap::new(),
+        }
+    }
+}
+
+impl<R: Row> State<R> {
+    /// Facts held, and the bytes of the table, of the histories too long for their
+    /// slot, and of the pending updates.
+    fn usage(&self) -> Usage {
+        let spilled: u64 = self
+            .facts
+            .values()
+            .filter(|h| h.steps.spilled())
+            .map(|h| (h.steps.capacity() * std::mem::size_of::<Step>()) as u64)
+            .sum();
+        let pending: u64 = self.pending.values().map(vec_bytes).sum();
+        Usage {
+            records: self.facts.len() as u64,
+            bytes: map_bytes::<R, History>(self.facts.capacity()) + spilled + pending,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,12 +22,14 @@
 //! time (the join of the two).
 
 use super::compile::{ColSpec, NEG, PatternSpec, Tables};
+use super::memory::{Meter, Usage, vec_bytes};
 use super::step::{Emit, first_step};
 use super::types::{Inner, Mult, Row, Sub, bucket, hold_only};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
@@ -157,6 +159,41 @@ fn compact<D: Ord>(updates: &mut Vec<(D, Inner, Mult)>, frontier: AntichainRef<I
 /// in use of `patterns` on the fact's relation, and (second) the substitutions past
 /// the first atom of the direct rules (see [`records`]): two outputs of one operator,
 /// so that neither is copied or split after it.
+/// The operator's state.
+struct State<R> {
+    /// Per relation id.
+    relations: Vec<Relation<R>>,
+    /// Facts received but not yet matched.
+    pending: Vec<(R, Inner, Mult)>,
+}
+
+impl<R> Default for State<R> {
+    fn default() -> Self {
+        State {
+            relations: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl<R: Row> State<R> {
+    /// The facts' history and the pending facts: updates and bytes.
+    fn usage(&self) -> Usage {
+        let mut usage = Usage {
+            records: self.pending.len() as u64,
+            bytes: vec_bytes(&self.pending),
+        };
+        for r in &self.relations {
+            usage += Usage {
+                records: r.facts.len() as u64,
+                bytes: vec_bytes(&r.facts) + vec_bytes(&r.patterns) + vec_bytes(&r.specs),
+            };
+        }
+        usage
+    }
+}
+
+/// Also returns the meter of the operator's state.
 #[allow(clippy::type_complexity)]
 pub(crate) fn pattern_entries<'s, R: Row>(
     facts: VecCollection<'s, Inner, R, Mult>,
@@ -166,6 +203,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
 ) -> (
     VecCollection<'s, Inner, (R, R), Mult>,
     VecCollection<'s, Inner, (R, Sub<R>), Mult>,
+    Meter,
 ) {
     let mut builder = OperatorBuilder::new("PatternEntries".to_owned(), facts.inner.scope());
     let mut facts_in = builder.new_input(facts.inner, Pipeline);
@@ -177,13 +215,18 @@ pub(crate) fn pattern_entries<'s, R: Row>(
         OutputBuilder::from(entries_out);
     let mut direct_out: OutputBuilder<_, CapacityContainerBuilder<_>> =
         OutputBuilder::from(direct_out);
+    let state: Rc<RefCell<State<R>>> = Rc::default();
+    let shared = state.clone();
+    let meter = Meter::new("entries (fact history for new patterns)", move || {
+        shared.borrow().usage()
+    });
     builder.build(move |_capabilities| {
-        let mut relations: Vec<Relation<R>> = Vec::new();
-        // Facts received but not yet matched, and capabilities for their times (one
-        // set per output).
-        let mut pending: Vec<(R, Inner, Mult)> = Vec::new();
+        // Capabilities for the times of the pending facts (one set per output).
         let mut held = [CapabilitySet::new(), CapabilitySet::new()];
         move |frontiers| {
+            let mut state = state.borrow_mut();
+            let State { relations, pending } = &mut *state;
+            let relations = &mut *relations;
             let (facts_frontier, patterns_frontier) = (&frontiers[0], &frontiers[1]);
             let mut entries_out = entries_out.activate();
             let mut direct_out = direct_out.activate();
@@ -193,7 +236,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                 let mut direct = direct_out.session(&cap);
                 for (p, t, d) in data.drain(..) {
                     let spec = tables.pattern(p.0 & !NEG);
-                    let relation = relation(&mut relations, spec.rel);
+                    let relation = relation(relations, spec.rel);
                     // A projection gives many facts the same record (`T(x, _, _)`: one
                     // per subject): add those up before they are sent.
                     let projects = spec.cols.iter().any(|c| matches!(c, ColSpec::Wild));
@@ -260,7 +303,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     let mut entries = entries_out.session(&caps[0]);
                     let mut direct = direct_out.session(&caps[1]);
                     for &(f, t, d) in same {
-                        let relation = relation(&mut relations, f.as_ref()[0]);
+                        let relation = relation(relations, f.as_ref()[0]);
                         for ((p, tp, dp), spec) in relation.patterns.iter().zip(&relation.specs) {
                             let (time, diff) = (t.join(tp), d * dp);
                             match records(*p, spec, &f, buckets, &tables) {
@@ -282,7 +325,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
             // future facts: each compacts to its partner's frontier. With no future
             // patterns at all, the history is not needed any more.
             let patterns_frontier = patterns_frontier.frontier();
-            for relation in &mut relations {
+            for relation in relations.iter_mut() {
                 if patterns_frontier.is_empty() {
                     relation.facts = Vec::new();
                 } else if relation.facts.len() > 2 * relation.facts_compacted + 1024 {
@@ -301,7 +344,11 @@ pub(crate) fn pattern_entries<'s, R: Row>(
             }
         }
     });
-    (VecCollection::new(entries), VecCollection::new(direct))
+    (
+        VecCollection::new(entries),
+        VecCollection::new(direct),
+        meter,
+    )
 }
 
 #[cfg(test)]

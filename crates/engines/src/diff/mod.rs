@@ -211,6 +211,7 @@ mod dataflow;
 mod distinct;
 mod entries;
 mod liveness;
+mod memory;
 mod profile;
 mod runtime;
 mod step;
@@ -218,7 +219,9 @@ mod types;
 
 use crate::staging::Staging;
 use crate::store::FlatSet;
-use crate::{Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, StratumStats};
+use crate::{
+    Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, MemoryUsage, StratumStats,
+};
 pub(crate) use compile::explain;
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
@@ -945,6 +948,37 @@ impl Engine for Diff {
 
     fn last_changes(&self) -> &[Change] {
         &self.last_changes
+    }
+
+    /// The workers' parts (summed over this process's workers; in a cluster, the other
+    /// processes' are theirs), then the handle's: the base facts, the copy of the
+    /// materialization and the last commit's changes.
+    fn memory(&mut self) -> Option<MemoryUsage> {
+        let mut usage = MemoryUsage::default();
+        if let Some(runtime) = self.runtime.as_mut() {
+            for (name, u) in runtime.memory().ok()? {
+                usage.add(&name, u.records, u.bytes);
+            }
+        }
+        let sets = |sets: &[FlatSet]| -> (u64, u64) {
+            let records = sets.iter().map(|s| s.len() as u64).sum();
+            let bytes = sets.iter().map(FlatSet::heap_bytes).sum::<u64>()
+                + std::mem::size_of_val(sets) as u64;
+            (records, bytes)
+        };
+        let (records, bytes) = sets(&self.base);
+        usage.add("base facts (handle)", records, bytes);
+        let (records, bytes) = sets(&self.mirror);
+        usage.add("materialization (handle)", records, bytes);
+        let changes = self.last_changes.len() as u64;
+        let bytes = memory::vec_bytes(&self.last_changes)
+            + self
+                .last_changes
+                .iter()
+                .map(|(_, t, _)| memory::vec_bytes(t))
+                .sum::<u64>();
+        usage.add("last commit's changes (handle)", changes, bytes);
+        Some(usage)
     }
 
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {

@@ -11,6 +11,7 @@
 
 use super::compile::{Shared, TableEntry, Tables};
 use super::dataflow::build;
+use super::memory::Usage;
 use super::types::{Mult, Row};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use differential_dataflow::consolidation::consolidate;
@@ -87,6 +88,8 @@ pub(crate) struct Output {
 
 pub(crate) enum Cmd {
     Commit(Arc<Batch>),
+    /// Report what each part of the circuit holds ([`Reply::Memory`]).
+    Memory,
     Shutdown,
 }
 
@@ -100,6 +103,8 @@ pub(crate) enum Reply {
     },
     /// A limit stopped the commit (see [`Control::stop`]).
     Aborted(u8),
+    /// The worker's parts (see module `memory`) and what each holds.
+    Memory(Vec<(String, Usage)>),
     Failed(String),
 }
 
@@ -193,6 +198,43 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// What each part of the circuit holds, summed over this process's workers, parts
+    /// in the order the circuit names them.
+    pub(crate) fn memory(&mut self) -> Result<Vec<(String, Usage)>, String> {
+        if self.failed {
+            return Err("the differential engine failed earlier".into());
+        }
+        for (tx, th) in self.senders.iter().zip(&self.threads) {
+            if tx.send(Cmd::Memory).is_err() {
+                self.failed = true;
+                return Err("a differential worker stopped".into());
+            }
+            th.unpark();
+        }
+        let mut parts: Vec<(String, Usage)> = Vec::new();
+        for _ in 0..self.senders.len() {
+            match self.replies.recv() {
+                Ok(Reply::Memory(worker)) => {
+                    for (name, usage) in worker {
+                        match parts.iter_mut().find(|(n, _)| *n == name) {
+                            Some((_, u)) => *u += usage,
+                            None => parts.push((name, usage)),
+                        }
+                    }
+                }
+                Ok(Reply::Failed(msg)) => {
+                    self.failed = true;
+                    return Err(format!("differential worker failed: {msg}"));
+                }
+                _ => {
+                    self.failed = true;
+                    return Err("a differential worker stopped".into());
+                }
+            }
+        }
+        Ok(parts)
+    }
+
     /// Wait for the workers of a [`Role::Follower`] process to finish: until process 0
     /// closes the dataflow. An error if a worker failed.
     pub(crate) fn wait(&mut self) -> Result<(), String> {
@@ -239,6 +281,10 @@ impl Runtime {
                 aborted: why,
                 ..Output::default()
             }),
+            Ok(Reply::Memory(_)) => {
+                self.failed = true;
+                Err("a differential worker replied out of turn".into())
+            }
             Ok(Reply::Failed(msg)) => {
                 self.failed = true;
                 Err(format!("differential worker failed: {msg}"))
@@ -711,6 +757,16 @@ fn run_worker<R: Row>(
                     break;
                 }
             }
+            Ok(Cmd::Memory) => {
+                let parts = handles
+                    .meters
+                    .iter()
+                    .map(|m| (m.name.clone(), (m.measure)()))
+                    .collect();
+                if reply.send(Reply::Memory(parts)).is_err() {
+                    break;
+                }
+            }
             Ok(Cmd::Shutdown) | Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) => {
                 // Background merging starts once the worker has been idle for a while:
@@ -777,7 +833,7 @@ fn follow<R: Row>(
         while !probe.done() {
             match rx.try_recv() {
                 Ok(Cmd::Shutdown) | Err(TryRecvError::Disconnected) => return false,
-                Ok(Cmd::Commit(_)) | Err(TryRecvError::Empty) => {}
+                Ok(Cmd::Commit(_)) | Ok(Cmd::Memory) | Err(TryRecvError::Empty) => {}
             }
             worker.step_or_park(None);
         }

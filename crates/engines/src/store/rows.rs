@@ -23,6 +23,11 @@ impl Rows {
         self.arity
     }
 
+    /// The allocated bytes of the rows.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.data.capacity() * std::mem::size_of::<u32>()) as u64
+    }
+
     /// Number of rows.
     #[inline]
     pub fn len(&self) -> u32 {

@@ -29,6 +29,18 @@ impl FlatSet {
         &self.rows
     }
 
+    /// The allocated bytes of the rows and of the table (hashbrown's layout: a
+    /// power-of-two number of buckets, at most 7/8 used, a control byte each).
+    pub fn heap_bytes(&self) -> u64 {
+        let capacity = self.table.capacity();
+        let buckets = match capacity {
+            0 => 0,
+            c if c < 8 => (c + 1).next_power_of_two(),
+            c => (c * 8 / 7).next_power_of_two(),
+        };
+        self.rows.heap_bytes() + (buckets * (std::mem::size_of::<u32>() + 1)) as u64
+    }
+
     /// Number of tuples.
     pub fn len(&self) -> usize {
         self.rows.len() as usize

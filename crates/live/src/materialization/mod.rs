@@ -641,6 +641,19 @@ impl Materialization {
         self.engine.failed()
     }
 
+    /// What the engine holds in memory, by part (`None` if the engine does not
+    /// account for its memory; see [`dynalog_engines::Engine::memory`]).
+    pub fn memory(&mut self) -> Option<dynalog_engines::MemoryUsage> {
+        self.engine.memory()
+    }
+
+    /// The number of facts of every relation, together.
+    pub fn total_facts(&self) -> u64 {
+        (0..self.program().relations.len())
+            .map(|r| self.engine.len(r as u32) as u64)
+            .sum()
+    }
+
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
         self.engine.has_staged() || self.pending_text.is_some()
