@@ -32,87 +32,23 @@
 //! at the cost of one hash lookup per update instead of a sort and the merges of two
 //! spines, and with one list of steps per fact instead of two arrangements.
 
-use super::memory::{Meter, Usage, map_bytes, vec_bytes};
+use super::memory::{Meter, Usage, vec_bytes};
+use super::steps::{Facts, Step, Steps};
 use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
-use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::collections::hash_map::Entry;
 use std::rc::Rc;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::order::Product;
 
-/// One step of a fact's history: at `round`, its count changes by `input` and its
-/// presence by `output`, packed in 8 bytes: `input << 2 | (output + 1)`. A presence
-/// change is -1, 0 or 1 (the presence is 0 or 1 before and after every round this
-/// operator has evaluated); a count change must stay within ±2^29 derivations of one
-/// fact in one round, which is checked (a worker that exceeds it fails, and the commit
-/// with it, rather than counting wrong).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Step {
-    round: u32,
-    packed: i32,
-}
-
-/// The bound of a step's count change.
-const COUNT_LIMIT: Mult = 1 << 29;
-
-impl Step {
-    fn new(round: u32, input: Mult, output: Mult) -> Step {
-        let mut step = Step { round, packed: 0 };
-        step.set(input, output);
-        step
-    }
-
-    #[inline]
-    fn input(self) -> Mult {
-        self.packed >> 2
-    }
-
-    #[inline]
-    fn output(self) -> Mult {
-        (self.packed & 3) - 1
-    }
-
-    #[inline]
-    fn set(&mut self, input: Mult, output: Mult) {
-        assert!(
-            (-COUNT_LIMIT..COUNT_LIMIT).contains(&input),
-            "distinct: a fact's derivation count in one round exceeds 2^29"
-        );
-        assert!(
-            (-1..=1).contains(&output),
-            "distinct: presence change {output}"
-        );
-        self.packed = (input << 2) | (output + 1);
-    }
-
-    #[inline]
-    fn add_input(&mut self, d: Mult) {
-        let input = self.input().saturating_add(d);
-        self.set(input, self.output());
-    }
-
-    #[inline]
-    fn add_output(&mut self, c: Mult) {
-        self.set(self.input(), self.output() + c);
-    }
-
-    #[inline]
-    fn is_empty(self) -> bool {
-        self.input() == 0 && self.output() == 0
-    }
-}
-
-/// A fact's history: its steps, sorted by round. Most facts have one to three (derived
-/// in that many rounds), kept inline in the hash table's slot.
+/// A fact's history while it is worked on: its steps, sorted by round (stored
+/// compactly in [`Facts`] between updates).
 #[derive(Default)]
 struct History {
-    steps: SmallVec<[Step; 3]>,
+    steps: Steps,
 }
 
 impl History {
@@ -163,37 +99,33 @@ impl History {
 /// multiplicity 0): for each, `emit(fact, presence change, later round to evaluate
 /// again)`. The changes come first, then the re-evaluations (see `distinct`).
 fn process<R: Row>(
-    facts: &mut FxHashMap<R, History>,
+    facts: &mut Facts<R>,
     updates: &[(R, Mult)],
     round: u32,
     mut emit: impl FnMut(R, Mult, Option<u32>),
 ) {
     let changes = updates.iter().filter(|u| u.1 != 0);
     let reevaluations = updates.iter().filter(|u| u.1 == 0);
+    let mut history = History::default();
     for &(f, d) in changes.chain(reevaluations) {
-        let (change, wrong) = match facts.entry(f) {
-            Entry::Occupied(mut slot) => {
-                let history = slot.get_mut();
-                if d != 0 {
-                    history.at(round).add_input(d);
-                }
-                let evaluated = history.evaluate(round);
-                if history.steps.is_empty() {
-                    slot.remove();
-                }
-                evaluated
+        let slot = facts.find(&f);
+        match slot {
+            Some(slot) => facts.steps(slot, &mut history.steps),
+            None if d == 0 => continue,
+            None => history.steps.clear(),
+        }
+        if d != 0 {
+            history.at(round).add_input(d);
+        }
+        let (change, wrong) = history.evaluate(round);
+        match (slot, history.steps.is_empty()) {
+            (Some(slot), true) => facts.remove(slot),
+            (Some(slot), false) => facts.set_steps(slot, &history.steps),
+            (None, false) => {
+                facts.insert(f, &history.steps);
             }
-            Entry::Vacant(slot) => {
-                if d == 0 {
-                    continue;
-                }
-                let mut history = History::default();
-                history.at(round).add_input(d);
-                let evaluated = history.evaluate(round);
-                slot.insert(history);
-                evaluated
-            }
-        };
+            (None, true) => {}
+        }
         if change != 0 || wrong.is_some() {
             emit(f, change, wrong);
         }
@@ -276,8 +208,8 @@ pub(crate) fn distinct<'s, R: Row>(
                 if !held.is_empty() {
                     hold_only(&mut held, pending.keys().map(|&(e, r)| Product::new(e, r)));
                 }
-                if done && facts.capacity() > 64 && facts.len() < facts.capacity() / 4 {
-                    facts.shrink_to_fit();
+                if done {
+                    facts.shrink_if_sparse();
                 }
             }
         });
@@ -287,33 +219,26 @@ pub(crate) fn distinct<'s, R: Row>(
 /// The operator's state: the facts' histories, and the updates waiting for their time
 /// (changes, and re-evaluations with multiplicity 0).
 struct State<R> {
-    facts: FxHashMap<R, History>,
+    facts: Facts<R>,
     pending: BTreeMap<(u32, u32), Vec<(R, Mult)>>,
 }
 
 impl<R> Default for State<R> {
     fn default() -> Self {
         State {
-            facts: FxHashMap::default(),
+            facts: Facts::default(),
             pending: BTreeMap::new(),
         }
     }
 }
 
 impl<R: Row> State<R> {
-    /// Facts held, and the bytes of the table, of the histories too long for their
-    /// slot, and of the pending updates.
+    /// Facts held, and the bytes of their table and of the pending updates.
     fn usage(&self) -> Usage {
-        let spilled: u64 = self
-            .facts
-            .values()
-            .filter(|h| h.steps.spilled())
-            .map(|h| (h.steps.capacity() * std::mem::size_of::<Step>()) as u64)
-            .sum();
         let pending: u64 = self.pending.values().map(vec_bytes).sum();
         Usage {
             records: self.facts.len() as u64,
-            bytes: map_bytes::<R, History>(self.facts.capacity()) + spilled + pending,
+            bytes: self.facts.bytes() + pending,
         }
     }
 }
@@ -329,39 +254,6 @@ mod tests {
                 .map(|&(round, input, output)| Step::new(round, input, output))
                 .collect(),
         }
-    }
-
-    #[test]
-    fn a_slot_holds_a_narrow_fact_and_three_steps() {
-        assert!(std::mem::size_of::<([u32; 3], History)>() <= 48);
-        assert_eq!(History::default().steps.inline_size(), 3);
-    }
-
-    #[test]
-    fn steps_pack_counts_and_presence() {
-        for (input, output) in [
-            (0, 0),
-            (1, 1),
-            (-1, -1),
-            (5, 0),
-            (-7, 1),
-            (COUNT_LIMIT - 1, -1),
-        ] {
-            let s = Step::new(9, input, output);
-            assert_eq!((s.round, s.input(), s.output()), (9, input, output));
-        }
-        let mut s = Step::new(1, -COUNT_LIMIT, 0);
-        assert_eq!(s.input(), -COUNT_LIMIT);
-        s.add_input(3);
-        s.add_output(1);
-        assert_eq!((s.input(), s.output()), (3 - COUNT_LIMIT, 1));
-        assert!(Step::new(0, 0, 0).is_empty());
-    }
-
-    #[test]
-    #[should_panic(expected = "exceeds 2^29")]
-    fn a_count_past_the_limit_fails_rather_than_wraps() {
-        Step::new(0, COUNT_LIMIT - 1, 0).add_input(1);
     }
 
     #[test]
@@ -407,8 +299,8 @@ mod tests {
         // Derived 5 times at round 1 and once at round 2 (from itself, as
         // `T(x, "rdf:type", "rdfs:Resource") :- T(x, _, _)` does); then the rule goes.
         let f = [0u32, 7, 1];
-        let mut facts = FxHashMap::default();
-        facts.insert(f, history(&[(1, 5, 1), (2, 1, 0)]));
+        let mut facts = Facts::default();
+        facts.insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
         let mut out = Vec::new();
         process(&mut facts, &[(f, -5)], 1, |f, c, w| out.push((f, c, w)));
         // Absent from round 1, but the count says present at 2: look again there.

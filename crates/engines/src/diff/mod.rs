@@ -215,6 +215,7 @@ mod memory;
 mod profile;
 mod runtime;
 mod step;
+mod steps;
 mod types;
 
 use crate::staging::Staging;

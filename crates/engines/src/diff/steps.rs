@@ -1,0 +1,463 @@
+//! The table of the `distinct` (module `distinct`): every fact of a worker and its
+//! history of steps, stored compactly.
+//!
+//! The first version kept a hash map from the fact to a small vector of 8-byte steps
+//! (48 bytes a slot, in a table of power-of-two size): 110 bytes per fact of transitive
+//! closure on a 2,000-node random graph, more than half of the engine's memory. Here:
+//!
+//! * a hash table of 4-byte slot numbers (hashbrown's `HashTable<u32>`, the hash
+//!   recomputed from the row), so its power-of-two slack costs 4 bytes a bucket;
+//! * the facts in one dense vector of rows, slot after slot (a removed slot takes the
+//!   last one's place, so the rows stay dense);
+//! * each fact's steps in 12 bytes beside it, varint-encoded: per step the round's
+//!   distance from the previous step's, then the zigzagged packed change (see
+//!   [`Step`]). A step of a count change within ±15 at a round less than 128 rounds
+//!   after the previous one takes 2 bytes, so five such steps fit; a longer history
+//!   goes to a side list of step vectors, and the 12 bytes hold its index.
+//!
+//! On the same closure (3.9M facts, 2.6 steps per fact on average, 98% of the
+//! histories inline): 110 → 33 bytes per fact.
+
+use super::types::Row;
+use hashbrown::HashTable;
+use smallvec::SmallVec;
+use std::hash::BuildHasher;
+
+/// One step of a fact's history: at `round`, its count changes by `input` and its
+/// presence by `output`, packed in 8 bytes: `input << 2 | (output + 1)`. A presence
+/// change is -1, 0 or 1 (the presence is 0 or 1 before and after every round the
+/// `distinct` has evaluated); a count change must stay within ±2^29 derivations of one
+/// fact in one round, which is checked (a worker that exceeds it fails, and the commit
+/// with it, rather than counting wrong).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub round: u32,
+    packed: i32,
+}
+
+/// The bound of a step's count change.
+pub(crate) const COUNT_LIMIT: i32 = 1 << 29;
+
+impl Step {
+    pub(crate) fn new(round: u32, input: i32, output: i32) -> Step {
+        let mut step = Step { round, packed: 0 };
+        step.set(input, output);
+        step
+    }
+
+    #[inline]
+    pub(crate) fn input(self) -> i32 {
+        self.packed >> 2
+    }
+
+    #[inline]
+    pub(crate) fn output(self) -> i32 {
+        (self.packed & 3) - 1
+    }
+
+    #[inline]
+    fn set(&mut self, input: i32, output: i32) {
+        assert!(
+            (-COUNT_LIMIT..COUNT_LIMIT).contains(&input),
+            "distinct: a fact's derivation count in one round exceeds 2^29"
+        );
+        assert!(
+            (-1..=1).contains(&output),
+            "distinct: presence change {output}"
+        );
+        self.packed = (input << 2) | (output + 1);
+    }
+
+    #[inline]
+    pub(crate) fn add_input(&mut self, d: i32) {
+        let input = self.input().saturating_add(d);
+        self.set(input, self.output());
+    }
+
+    #[inline]
+    pub(crate) fn add_output(&mut self, c: i32) {
+        self.set(self.input(), self.output() + c);
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(self) -> bool {
+        self.input() == 0 && self.output() == 0
+    }
+}
+
+/// A fact's steps while it is worked on (decoded; most histories are short).
+pub(crate) type Steps = SmallVec<[Step; 8]>;
+
+/// The 12 bytes of a fact's steps: `[n, encoded steps..]` with `n` ≤ [`INLINE`] the
+/// length of the encoding, or `[SPILLED, 0, 0, 0, index (4 bytes, little-endian), ..]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Packed([u8; 12]);
+
+const INLINE: usize = 11;
+const SPILLED: u8 = 0xFF;
+
+fn put_varint(out: &mut [u8; 12], at: &mut usize, mut v: u32) -> bool {
+    loop {
+        if *at > INLINE {
+            return false;
+        }
+        let byte = (v & 0x7F) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[*at] = byte;
+            *at += 1;
+            return true;
+        }
+        out[*at] = byte | 0x80;
+        *at += 1;
+    }
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> u32 {
+    let mut v = 0u32;
+    let mut shift = 0;
+    loop {
+        let byte = bytes[*at];
+        *at += 1;
+        v |= ((byte & 0x7F) as u32) << shift;
+        if byte & 0x80 == 0 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl Packed {
+    /// The steps encoded inline, or `None` if they take more than [`INLINE`] bytes.
+    /// The steps are sorted by round.
+    fn encode(steps: &[Step]) -> Option<Packed> {
+        let mut out = [0u8; 12];
+        let mut at = 1;
+        let mut previous = 0;
+        for s in steps {
+            let zigzag = ((s.packed << 1) ^ (s.packed >> 31)) as u32;
+            if !put_varint(&mut out, &mut at, s.round - previous)
+                || !put_varint(&mut out, &mut at, zigzag)
+            {
+                return None;
+            }
+            previous = s.round;
+        }
+        out[0] = (at - 1) as u8;
+        Some(Packed(out))
+    }
+
+    fn spilled(index: u32) -> Packed {
+        let mut out = [0u8; 12];
+        out[0] = SPILLED;
+        out[4..8].copy_from_slice(&index.to_le_bytes());
+        Packed(out)
+    }
+
+    /// The index of the spilled steps, if they are.
+    fn spill_index(self) -> Option<usize> {
+        (self.0[0] == SPILLED)
+            .then(|| u32::from_le_bytes([self.0[4], self.0[5], self.0[6], self.0[7]]) as usize)
+    }
+
+    fn decode_into(self, into: &mut Steps) {
+        let n = 1 + self.0[0] as usize;
+        let mut at = 1;
+        let mut round = 0;
+        while at < n {
+            round += get_varint(&self.0, &mut at);
+            let zigzag = get_varint(&self.0, &mut at);
+            let packed = ((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32);
+            into.push(Step { round, packed });
+        }
+    }
+}
+
+/// The facts of a worker's `distinct`, each with its (non-empty) steps.
+pub(crate) struct Facts<R> {
+    /// Slot numbers, hashed by their row.
+    ids: HashTable<u32>,
+    rows: Vec<R>,
+    steps: Vec<Packed>,
+    /// Histories too long to be inline, and the free places of this list.
+    spill: Vec<Vec<Step>>,
+    free: Vec<u32>,
+    /// The allocated bytes of the vectors of `spill`.
+    spill_bytes: u64,
+    hasher: rustc_hash::FxBuildHasher,
+}
+
+impl<R> Default for Facts<R> {
+    fn default() -> Self {
+        Facts {
+            ids: HashTable::new(),
+            rows: Vec::new(),
+            steps: Vec::new(),
+            spill: Vec::new(),
+            free: Vec::new(),
+            spill_bytes: 0,
+            hasher: rustc_hash::FxBuildHasher,
+        }
+    }
+}
+
+/// A fact's place in [`Facts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot(u32);
+
+impl<R: Row> Facts<R> {
+    #[inline]
+    fn hash(&self, f: &R) -> u64 {
+        self.hasher.hash_one(f)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The slot of `f`, if it has one.
+    pub(crate) fn find(&self, f: &R) -> Option<Slot> {
+        let rows = &self.rows;
+        self.ids
+            .find(self.hash(f), |&i| rows[i as usize] == *f)
+            .map(|&i| Slot(i))
+    }
+
+    /// Decode the steps of `slot` into `into` (cleared first).
+    pub(crate) fn steps(&self, slot: Slot, into: &mut Steps) {
+        into.clear();
+        let packed = self.steps[slot.0 as usize];
+        match packed.spill_index() {
+            Some(i) => into.extend_from_slice(&self.spill[i]),
+            None => packed.decode_into(into),
+        }
+    }
+
+    /// Store `steps` (non-empty, sorted by round) as the history of `slot`.
+    pub(crate) fn set_steps(&mut self, slot: Slot, steps: &[Step]) {
+        let old = self.steps[slot.0 as usize];
+        self.steps[slot.0 as usize] = self.pack(old, steps);
+    }
+
+    /// The packed form of `steps` for a slot whose packed form was `old`: inline if it
+    /// fits (freeing `old`'s spilled list), else in `old`'s spilled list or a new one.
+    fn pack(&mut self, old: Packed, steps: &[Step]) -> Packed {
+        let old_spill = old.spill_index();
+        if let Some(packed) = Packed::encode(steps) {
+            if let Some(i) = old_spill {
+                self.unspill(i);
+            }
+            return packed;
+        }
+        let i = match old_spill {
+            Some(i) => i,
+            None => match self.free.pop() {
+                Some(i) => i as usize,
+                None => {
+                    self.spill.push(Vec::new());
+                    self.spill.len() - 1
+                }
+            },
+        };
+        let list = &mut self.spill[i];
+        self.spill_bytes -= (list.capacity() * std::mem::size_of::<Step>()) as u64;
+        list.clear();
+        list.extend_from_slice(steps);
+        self.spill_bytes += (list.capacity() * std::mem::size_of::<Step>()) as u64;
+        Packed::spilled(i as u32)
+    }
+
+    fn unspill(&mut self, i: usize) {
+        let list = std::mem::take(&mut self.spill[i]);
+        self.spill_bytes -= (list.capacity() * std::mem::size_of::<Step>()) as u64;
+        self.free.push(i as u32);
+    }
+
+    /// Add `f` (which has no slot) with `steps` (non-empty, sorted by round).
+    pub(crate) fn insert(&mut self, f: R, steps: &[Step]) -> Slot {
+        let id = self.rows.len() as u32;
+        let hash = self.hash(&f);
+        let packed = self.pack(Packed::default(), steps);
+        self.rows.push(f);
+        self.steps.push(packed);
+        let (rows, hasher) = (&self.rows, &self.hasher);
+        self.ids
+            .insert_unique(hash, id, |&i| hasher.hash_one(rows[i as usize]));
+        Slot(id)
+    }
+
+    /// Forget the fact of `slot`: the last slot's fact takes its place.
+    pub(crate) fn remove(&mut self, slot: Slot) {
+        let id = slot.0;
+        let f = self.rows[id as usize];
+        if let Some(i) = self.steps[id as usize].spill_index() {
+            self.unspill(i);
+        }
+        let hash = self.hash(&f);
+        if let Ok(entry) = self.ids.find_entry(hash, |&i| i == id) {
+            entry.remove();
+        }
+        let last = (self.rows.len() - 1) as u32;
+        self.rows.swap_remove(id as usize);
+        self.steps.swap_remove(id as usize);
+        if id != last {
+            let moved = self.hash(&self.rows[id as usize]);
+            if let Some(i) = self.ids.find_mut(moved, |&i| i == last) {
+                *i = id;
+            }
+        }
+    }
+
+    /// Give memory back when at most a quarter of what is allocated is used.
+    pub(crate) fn shrink_if_sparse(&mut self) {
+        if self.rows.capacity() > 64 && self.rows.len() < self.rows.capacity() / 4 {
+            self.rows.shrink_to_fit();
+            self.steps.shrink_to_fit();
+            let (rows, hasher) = (&self.rows, &self.hasher);
+            self.ids
+                .shrink_to_fit(|&i| hasher.hash_one(rows[i as usize]));
+            while self.spill.last().is_some_and(Vec::is_empty) {
+                self.spill.pop();
+            }
+            let len = self.spill.len() as u32;
+            self.free.retain(|&i| i < len);
+            self.spill.shrink_to_fit();
+            self.free.shrink_to_fit();
+        }
+    }
+
+    /// The allocated bytes of the table, the rows, the steps and the spilled lists.
+    pub(crate) fn bytes(&self) -> u64 {
+        let capacity = self.ids.capacity();
+        let buckets = match capacity {
+            0 => 0,
+            c if c < 8 => (c + 1).next_power_of_two(),
+            c => (c * 8 / 7).next_power_of_two(),
+        };
+        (buckets * (std::mem::size_of::<u32>() + 1)
+            + self.rows.capacity() * std::mem::size_of::<R>()
+            + self.steps.capacity() * std::mem::size_of::<Packed>()
+            + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
+            + self.free.capacity() * std::mem::size_of::<u32>()) as u64
+            + self.spill_bytes
+    }
+
+    /// How many histories are spilled (for tests and diagnostics).
+    #[cfg(test)]
+    fn spilled(&self) -> usize {
+        self.spill.len() - self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(list: &[(u32, i32, i32)]) -> Vec<Step> {
+        list.iter().map(|&(r, i, o)| Step::new(r, i, o)).collect()
+    }
+
+    #[test]
+    fn steps_pack_counts_and_presence() {
+        for (input, output) in [
+            (0, 0),
+            (1, 1),
+            (-1, -1),
+            (5, 0),
+            (-7, 1),
+            (COUNT_LIMIT - 1, -1),
+        ] {
+            let s = Step::new(9, input, output);
+            assert_eq!((s.round, s.input(), s.output()), (9, input, output));
+        }
+        let mut s = Step::new(1, -COUNT_LIMIT, 0);
+        assert_eq!(s.input(), -COUNT_LIMIT);
+        s.add_input(3);
+        s.add_output(1);
+        assert_eq!((s.input(), s.output()), (3 - COUNT_LIMIT, 1));
+        assert!(Step::new(0, 0, 0).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds 2^29")]
+    fn a_count_past_the_limit_fails_rather_than_wraps() {
+        Step::new(0, COUNT_LIMIT - 1, 0).add_input(1);
+    }
+
+    #[test]
+    fn short_histories_are_inline_and_decode_to_what_was_encoded() {
+        let cases = [
+            steps(&[(1, 1, 1)]),
+            steps(&[(2, 1, 1), (3, 4, 0), (5, -2, 0), (9, 1, 0), (100, 15, -1)]),
+            steps(&[(0, -15, -1)]),
+            // A level's first round is `level << 22`: four bytes of distance.
+            steps(&[(3 << 22, 2, 1), ((3 << 22) + 1, 1, 0)]),
+        ];
+        for case in cases {
+            let packed = Packed::encode(&case).expect("inline");
+            assert!(packed.spill_index().is_none());
+            let mut back = Steps::new();
+            packed.decode_into(&mut back);
+            assert_eq!(&back[..], &case[..]);
+        }
+        // Big counts, far rounds, many steps: not inline.
+        assert!(
+            Packed::encode(&steps(&[(u32::MAX, COUNT_LIMIT - 1, 1), (u32::MAX, 0, 0)])).is_none()
+        );
+        let many: Vec<Step> = (0..6).map(|r| Step::new(r, 1, 0)).collect();
+        assert!(Packed::encode(&many).is_none());
+    }
+
+    #[test]
+    fn facts_keep_their_steps_through_spills_and_removals() {
+        let mut facts: Facts<[u32; 3]> = Facts::default();
+        let long: Vec<Step> = (0..9)
+            .map(|r| Step::new(r * 1000, 1000 + r as i32, 0))
+            .collect();
+        let short = steps(&[(1, 1, 1)]);
+        let mut expected = std::collections::HashMap::new();
+        for x in 0..1000u32 {
+            let h = if x % 3 == 0 { &long } else { &short };
+            facts.insert([7, x, x * 2], h);
+            expected.insert([7, x, x * 2], h.clone());
+        }
+        assert_eq!(facts.spilled(), 334);
+        // Remove every other fact; change some histories from long to short and back.
+        for x in (0..1000u32).step_by(2) {
+            let slot = facts.find(&[7, x, x * 2]).expect("present");
+            facts.remove(slot);
+            expected.remove(&[7, x, x * 2]);
+        }
+        for x in (1..1000u32).step_by(4) {
+            let f = [7, x, x * 2];
+            let slot = facts.find(&f).expect("present");
+            let h = if x % 3 == 0 { &short } else { &long };
+            facts.set_steps(slot, h);
+            expected.insert(f, h.clone());
+        }
+        assert_eq!(facts.len(), expected.len());
+        let mut got = Steps::new();
+        for (f, h) in &expected {
+            let slot = facts.find(f).expect("present");
+            facts.steps(slot, &mut got);
+            assert_eq!(&got[..], &h[..], "{f:?}");
+        }
+        assert!(facts.find(&[7, 0, 0]).is_none());
+        let spilled = expected.values().filter(|h| h.len() > 5).count();
+        assert_eq!(facts.spilled(), spilled);
+        // Emptied, the table gives its memory back.
+        let all: Vec<[u32; 3]> = expected.keys().copied().collect();
+        for f in all {
+            let slot = facts.find(&f).expect("present");
+            facts.remove(slot);
+        }
+        assert!(facts.is_empty());
+        facts.shrink_if_sparse();
+        assert!(facts.bytes() < 1024, "{}", facts.bytes());
+    }
+}
