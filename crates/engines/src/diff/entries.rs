@@ -38,6 +38,7 @@ use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::vec::Broadcast as _;
+use timely::order::Product;
 use timely::progress::frontier::AntichainRef;
 
 /// A pattern in use: its id (with [`NEG`] for a negated one) and [`INDEX`], or the
@@ -57,9 +58,124 @@ struct Relation<R> {
     specs: Vec<Arc<PatternSpec>>,
     /// Length of `patterns` after its last compaction.
     patterns_compacted: usize,
-    facts: Vec<(R, Inner, Mult)>,
-    /// Length of `facts` after its last compaction.
-    facts_compacted: usize,
+    facts: History,
+    marker: std::marker::PhantomData<R>,
+}
+
+/// The history of a relation's facts, for the patterns that appear later: per update,
+/// the fact's values, its round and its multiplicity, flat.
+///
+/// The epoch of an update is not kept: a pattern that meets the history is of the
+/// commit in progress (a commit ends when every pattern of its epoch has been met),
+/// and every update of the history is of that commit or an earlier one, so the join
+/// of their times is `(pattern's epoch, later of the two rounds)`, which the round
+/// alone gives. The round is kept exact: a fact's entry under a new pattern must appear
+/// at the fact's round, or the loop would see it early.
+///
+/// Values are stored up to the last non-zero one seen in the relation (the rest of a
+/// row is zero padding to the circuit's width), so a record takes `4 × (values + 2)`
+/// bytes whatever the width of the circuit's rows: 16 bytes for a binary relation,
+/// where a `(row, time, diff)` triple of an 8-wide circuit took 44.
+#[derive(Default)]
+struct History {
+    /// Values per record.
+    width: usize,
+    /// Records of `width + 2` words: values, round, multiplicity.
+    data: Vec<u32>,
+    /// Records after the last compaction.
+    compacted: usize,
+}
+
+impl History {
+    fn stride(&self) -> usize {
+        self.width + 2
+    }
+
+    fn len(&self) -> usize {
+        self.data.len() / self.stride()
+    }
+
+    /// Append the update of fact `f` (a row `[rel, values..]`) at `round`.
+    fn push<R: Row>(&mut self, f: &R, round: u32, diff: Mult) {
+        let values = &f.as_ref()[1..];
+        let used = values.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
+        if used > self.width {
+            self.widen(used);
+        }
+        if self.data.capacity() - self.data.len() < self.stride() {
+            // Grow by a quarter, not double: the history is one of the circuit's
+            // largest parts and lives as long as the facts.
+            self.data
+                .reserve_exact(self.data.capacity() / 4 + 64 * self.stride());
+        }
+        self.data.extend_from_slice(&values[..self.width]);
+        self.data.push(round);
+        self.data.push(diff as u32);
+    }
+
+    /// Store `width` values per record from now on (more than now).
+    fn widen(&mut self, width: usize) {
+        let old = self.stride();
+        let mut data = Vec::with_capacity(self.len() * (width + 2));
+        for r in self.data.chunks_exact(old) {
+            data.extend_from_slice(&r[..self.width]);
+            data.extend(std::iter::repeat_n(0, width - self.width));
+            data.extend_from_slice(&r[self.width..]);
+        }
+        self.data = data;
+        self.width = width;
+    }
+
+    /// Every update: the fact as a row of relation `rel`, its round, its multiplicity.
+    fn for_each<R: Row>(&self, rel: u32, mut f: impl FnMut(&R, u32, Mult)) {
+        let mut row = R::default();
+        row.as_mut()[0] = rel;
+        for r in self.data.chunks_exact(self.stride()) {
+            row.as_mut()[1..=self.width].copy_from_slice(&r[..self.width]);
+            f(&row, r[self.width], r[self.width + 1] as Mult);
+        }
+    }
+
+    /// Add up the multiplicities of the updates of one fact at one round (dropping
+    /// those that cancel), when the history has doubled since the last time.
+    fn maybe_compact(&mut self) {
+        let len = self.len();
+        if len <= 2 * self.compacted + 1024 {
+            return;
+        }
+        let stride = self.stride();
+        let record = |i: u32| &self.data[i as usize * stride..(i as usize + 1) * stride];
+        let mut order: Vec<u32> = (0..len as u32).collect();
+        // By values, then round.
+        order.sort_unstable_by(|&a, &b| record(a)[..stride - 1].cmp(&record(b)[..stride - 1]));
+        let mut data: Vec<u32> = Vec::with_capacity(self.data.len());
+        let mut last: Option<usize> = None;
+        for i in order {
+            let r = record(i);
+            let diff = r[stride - 1] as Mult;
+            if let Some(at) = last
+                && data[at..at + stride - 1] == r[..stride - 1]
+            {
+                data[at + stride - 1] = (data[at + stride - 1] as Mult + diff) as u32;
+                continue;
+            }
+            if let Some(at) = last
+                && data[at + stride - 1] == 0
+            {
+                data.truncate(at);
+            }
+            last = Some(data.len());
+            data.extend_from_slice(r);
+        }
+        if let Some(at) = last
+            && data[at + stride - 1] == 0
+        {
+            data.truncate(at);
+        }
+        data.shrink_to_fit();
+        self.data = data;
+        self.compacted = self.len();
+    }
 }
 
 /// The state of relation `rel`, created empty on first use.
@@ -186,7 +302,7 @@ impl<R: Row> State<R> {
         for r in &self.relations {
             usage += Usage {
                 records: r.facts.len() as u64,
-                bytes: vec_bytes(&r.facts) + vec_bytes(&r.patterns) + vec_bytes(&r.specs),
+                bytes: vec_bytes(&r.facts.data) + vec_bytes(&r.patterns) + vec_bytes(&r.specs),
             };
         }
         usage
@@ -243,8 +359,11 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     let mut entry_sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
                     let mut direct_sums: FxHashMap<((R, Sub<R>), Inner), Mult> =
                         FxHashMap::default();
-                    for (f, tf, df) in &relation.facts {
-                        let (time, diff) = (t.join(tf), d * df);
+                    // The history has no epochs (see `History`): the pattern's is the
+                    // join's.
+                    relation.facts.for_each(spec.rel, |f: &R, round, df| {
+                        let time = Product::new(t.outer, t.inner.max(round));
+                        let diff = d * df;
                         match records(p, &spec, f, buckets, &tables) {
                             Records::None => {}
                             Records::Entry(k, v) if projects => {
@@ -260,7 +379,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                                 direct.give_iterator(out.map(|r| (r, time, diff)));
                             }
                         }
-                    }
+                    });
                     for ((e, te), de) in entry_sums {
                         if de != 0 {
                             entries.give((e, te, de));
@@ -296,6 +415,10 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     }
                     keep
                 });
+                // A load's largest round leaves a large buffer behind.
+                if pending.capacity() > 4 * pending.len() + 4096 {
+                    pending.shrink_to(2 * pending.len());
+                }
                 by_time(&mut ready);
                 // Ready facts meet every pattern received so far.
                 for same in ready.chunk_by(|a, b| a.1 == b.1) {
@@ -314,7 +437,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                                 }
                             }
                         }
-                        relation.facts.push((f, t, d));
+                        relation.facts.push(&f, t.inner, d);
                     }
                 }
                 for held in &mut held {
@@ -322,15 +445,15 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                 }
             }
             // The facts' history is only met by future patterns, the patterns' by
-            // future facts: each compacts to its partner's frontier. With no future
-            // patterns at all, the history is not needed any more.
+            // future facts: the patterns compact to the facts' frontier, the history
+            // adds up the updates of a fact at a round (it has no epochs to advance).
+            // With no future patterns at all, the history is not needed any more.
             let patterns_frontier = patterns_frontier.frontier();
             for relation in relations.iter_mut() {
                 if patterns_frontier.is_empty() {
-                    relation.facts = Vec::new();
-                } else if relation.facts.len() > 2 * relation.facts_compacted + 1024 {
-                    compact(&mut relation.facts, patterns_frontier);
-                    relation.facts_compacted = relation.facts.len();
+                    relation.facts = History::default();
+                } else {
+                    relation.facts.maybe_compact();
                 }
                 if relation.patterns.len() > 2 * relation.patterns_compacted + 16 {
                     compact(&mut relation.patterns, facts_frontier);
@@ -379,6 +502,50 @@ mod tests {
         let mut one = vec![(f(2), t(0, 1), 1), (f(1), t(0, 1), 1)];
         by_time(&mut one);
         assert_eq!(one, vec![(f(2), t(0, 1), 1), (f(1), t(0, 1), 1)]);
+    }
+
+    #[test]
+    fn the_history_keeps_values_rounds_and_counts_in_few_words() {
+        let mut h = History::default();
+        let row = |a, b| [4u32, a, b, 0];
+        // Values up to the last non-zero one: none, then one, then two (re-encoded).
+        h.push(&row(0, 0), 3, 1);
+        h.push(&row(5, 0), 1, 1);
+        assert_eq!((h.width, h.stride()), (1, 3));
+        h.push(&row(5, 6), 2, 1);
+        assert_eq!(h.width, 2);
+        let mut seen = Vec::new();
+        h.for_each::<[u32; 4]>(4, |f, round, d| seen.push((*f, round, d)));
+        assert_eq!(
+            seen,
+            vec![(row(0, 0), 3, 1), (row(5, 0), 1, 1), (row(5, 6), 2, 1)]
+        );
+        // Updates of a fact at a round add up when the history compacts; those that
+        // cancel go.
+        for i in 0..3000u32 {
+            h.push(&row(i % 7, 1), i % 2, if i % 4 < 2 { 1 } else { -1 });
+        }
+        h.push(&row(9, 9), 7, -2);
+        h.push(&row(9, 9), 7, 5);
+        h.maybe_compact();
+        let mut seen = Vec::new();
+        h.for_each::<[u32; 4]>(4, |f, round, d| seen.push((*f, round, d)));
+        seen.sort();
+        let mut expected = vec![(row(0, 0), 3, 1), (row(5, 0), 1, 1), (row(5, 6), 2, 1)];
+        let mut sums = std::collections::BTreeMap::new();
+        for i in 0..3000u32 {
+            *sums.entry((row(i % 7, 1), i % 2)).or_insert(0) += if i % 4 < 2 { 1 } else { -1 };
+        }
+        expected.extend(
+            sums.into_iter()
+                .filter(|(_, d)| *d != 0)
+                .map(|((f, r), d)| (f, r, d)),
+        );
+        expected.push((row(9, 9), 7, 3));
+        expected.sort();
+        assert_eq!(seen, expected);
+        assert_eq!(h.compacted, h.len());
+        assert_eq!(h.data.capacity(), h.data.len());
     }
 
     #[test]
