@@ -407,18 +407,13 @@ pub(crate) fn pattern_entries<'s, R: Row>(
             });
             let facts_frontier = facts_frontier.frontier();
             if !held[0].is_empty() {
-                let mut ready = Vec::new();
-                pending.retain(|u| {
-                    let keep = facts_frontier.less_equal(&u.1);
-                    if !keep {
-                        ready.push(*u);
-                    }
-                    keep
-                });
-                // A load's largest round leaves a large buffer behind.
-                if pending.capacity() > 4 * pending.len() + 4096 {
-                    pending.shrink_to(2 * pending.len());
-                }
+                // The facts still waiting move to a new buffer; the ready ones, most of
+                // them when the frontier moves, are worked on in place (a copy of a
+                // round's facts was a peak of a load).
+                let waiting: Vec<(R, Inner, Mult)> = pending
+                    .extract_if(.., |u| facts_frontier.less_equal(&u.1))
+                    .collect();
+                let mut ready = std::mem::replace(pending, waiting);
                 by_time(&mut ready);
                 // Ready facts meet every pattern received so far.
                 for same in ready.chunk_by(|a, b| a.1 == b.1) {

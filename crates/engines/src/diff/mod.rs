@@ -227,7 +227,7 @@ pub(crate) use compile::explain;
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
 pub(crate) use runtime::Role;
-use runtime::{Batch, Runtime};
+use runtime::{Batch, Changes, Runtime};
 pub use runtime::{Cluster, ConnectHook, bytes_sent};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -715,7 +715,7 @@ impl Diff {
         // change from the old one (whose deletions it never saw): count that here.
         let mut fresh = None;
         if rebuild && out.aborted == 0 {
-            let sets = self.fresh_sets(&out.facts, &out.diffs, width)?;
+            let sets = self.fresh_sets(&out.changes)?;
             if let Some(max) = limits.max_changes
                 && self.committed
                 && net_change(&self.mirror, &sets) > max
@@ -755,7 +755,7 @@ impl Diff {
         self.rounds = out.rounds;
         match fresh {
             Some(sets) => self.replace_mirror(sets),
-            None => self.apply(out.facts, out.diffs, width)?,
+            None => self.apply(out.changes)?,
         }
         Ok(None)
     }
@@ -785,26 +785,23 @@ impl Diff {
     }
 
     /// The materialization a rebuilt dataflow produced (its whole output).
-    fn fresh_sets(
-        &self,
-        rows: &[u32],
-        diffs: &[isize],
-        width: usize,
-    ) -> Result<Vec<FlatSet>, String> {
+    fn fresh_sets(&self, changes: &[Box<dyn Changes>]) -> Result<Vec<FlatSet>, String> {
         let mut fresh: Vec<FlatSet> = self
             .program
             .relations
             .iter()
             .map(|r| FlatSet::new(r.arity()))
             .collect();
-        for (i, &d) in diffs.iter().enumerate() {
-            let r = &rows[i * width..(i + 1) * width];
-            let rel = r[0] as usize;
-            let Some(set) = fresh.get_mut(rel) else {
-                return Err(format!("output of unknown relation {rel}"));
-            };
-            if d != 1 || !set.insert(&r[1..1 + set_arity(&self.program, rel)]) {
-                return Err(format!("inconsistent output count {d}"));
+        for worker in changes {
+            for i in 0..worker.len() {
+                let (r, d) = (worker.row(i), worker.diff(i));
+                let rel = r[0] as usize;
+                let Some(set) = fresh.get_mut(rel) else {
+                    return Err(format!("output of unknown relation {rel}"));
+                };
+                if d != 1 || !set.insert(&r[1..1 + set_arity(&self.program, rel)]) {
+                    return Err(format!("inconsistent output count {d}"));
+                }
             }
         }
         Ok(fresh)
@@ -834,36 +831,42 @@ impl Diff {
     }
 
     /// Apply the workers' output (the changes of an incremental commit) to the mirror.
-    fn apply(&mut self, rows: Vec<u32>, diffs: Vec<isize>, width: usize) -> Result<(), String> {
-        let row = |i: usize| &rows[i * width..(i + 1) * width];
+    fn apply(&mut self, changes: Vec<Box<dyn Changes>>) -> Result<(), String> {
         // Consolidated by the workers (see `runtime::Output`): one change per fact. A
-        // fact changed twice would fail the checks below, never pass silently.
-        let changes = diffs.iter().copied().enumerate();
+        // fact changed twice would fail the checks below, never pass silently. Each
+        // worker's changes are freed once applied.
         self.last_changes.clear();
-        for (i, d) in changes {
-            let r = row(i);
-            let rel = r[0] as usize;
-            let Some(set) = self.mirror.get_mut(rel) else {
-                return Err(format!("output of unknown relation {rel}"));
-            };
-            let Some(tuple) = r.get(1..1 + set.arity()) else {
-                return Err(format!("output row too narrow for relation {rel}"));
-            };
-            let ok = match d {
-                1 => set.insert(tuple),
-                -1 => set.remove(tuple),
-                _ => false,
-            };
-            if !ok {
-                return Err(format!(
-                    "inconsistent output: change {d} of a fact of relation #{rel}"
-                ));
-            }
-            if self.track {
-                self.last_changes.push((rel as RelId, tuple.to_vec(), d));
+        for worker in changes {
+            for i in 0..worker.len() {
+                self.apply_one(worker.row(i), worker.diff(i))?;
             }
         }
         self.finish_truncate();
+        Ok(())
+    }
+
+    /// Apply one change of the workers' output to the mirror.
+    fn apply_one(&mut self, r: &[u32], d: isize) -> Result<(), String> {
+        let rel = r[0] as usize;
+        let Some(set) = self.mirror.get_mut(rel) else {
+            return Err(format!("output of unknown relation {rel}"));
+        };
+        let Some(tuple) = r.get(1..1 + set.arity()) else {
+            return Err(format!("output row too narrow for relation {rel}"));
+        };
+        let ok = match d {
+            1 => set.insert(tuple),
+            -1 => set.remove(tuple),
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "inconsistent output: change {d} of a fact of relation #{rel}"
+            ));
+        }
+        if self.track {
+            self.last_changes.push((rel as RelId, tuple.to_vec(), d));
+        }
         Ok(())
     }
 }

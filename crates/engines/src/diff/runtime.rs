@@ -70,15 +70,37 @@ pub(crate) enum Role {
     Follower,
 }
 
+/// One worker's changes of a commit, as it collected them: rows of the runtime's width
+/// (`[rel, values.., 0..]`) and their diffs. Handed over as they are, without a copy
+/// into another layout: at the end of a load that copy was the peak of the process.
+pub(crate) trait Changes: Send {
+    fn len(&self) -> usize;
+    /// The row of change `i`.
+    fn row(&self, i: usize) -> &[u32];
+    fn diff(&self, i: usize) -> isize;
+}
+
+impl<R: Row> Changes for Vec<(R, Mult)> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn row(&self, i: usize) -> &[u32] {
+        self[i].0.as_ref()
+    }
+
+    fn diff(&self, i: usize) -> isize {
+        self[i].1 as isize
+    }
+}
+
 /// What the workers produced for one commit.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Output {
-    /// Changed rows of the runtime's width (`[rel, values.., 0..]`), several workers'
-    /// outputs concatenated. Each worker consolidates its own, and every change of a
+    /// Each worker's changes. Each worker consolidates its own, and every change of a
     /// fact reaches one worker (the one its `distinct` runs on, or worker 0 when the
     /// output is gathered), so each row appears once, with a non-zero diff.
-    pub facts: Vec<u32>,
-    pub diffs: Vec<isize>,
+    pub changes: Vec<Box<dyn Changes>>,
     /// Rounds per level (the most of any worker).
     pub rounds: Vec<u32>,
     /// A limit stopped the commit: 1 too many changes, 2 too late. The dataflow is
@@ -95,9 +117,8 @@ pub(crate) enum Cmd {
 
 pub(crate) enum Reply {
     Done {
-        /// Output rows of the runtime's width and their diffs.
-        facts: Vec<u32>,
-        diffs: Vec<isize>,
+        /// The worker's changes.
+        changes: Box<dyn Changes>,
         /// Rounds per level.
         rounds: Vec<u32>,
     },
@@ -163,15 +184,13 @@ impl Runtime {
         }
         let mut out = Output::default();
         let Output {
-            facts,
-            diffs,
+            changes,
             rounds,
             aborted,
         } = &mut out;
         for _ in 0..self.senders.len() {
             let Output {
-                facts: f,
-                diffs: d,
+                changes: c,
                 rounds: r,
                 aborted: a,
             } = self.reply()?;
@@ -179,13 +198,7 @@ impl Runtime {
                 *aborted = a;
                 continue;
             }
-            if facts.is_empty() {
-                *facts = f;
-                *diffs = d;
-            } else {
-                facts.extend_from_slice(&f);
-                diffs.extend_from_slice(&d);
-            }
+            changes.extend(c);
             if rounds.len() < r.len() {
                 rounds.resize(r.len(), 0);
             }
@@ -267,13 +280,8 @@ impl Runtime {
             },
         };
         match received {
-            Ok(Reply::Done {
-                facts,
-                diffs,
-                rounds,
-            }) => Ok(Output {
-                facts,
-                diffs,
+            Ok(Reply::Done { changes, rounds }) => Ok(Output {
+                changes: vec![changes],
                 rounds,
                 aborted: 0,
             }),
@@ -738,15 +746,8 @@ fn run_worker<R: Row>(
                     // worker, where they all are (see `Output`).
                     consolidate(&mut out);
                     let rounds = std::mem::take(&mut *handles.rounds.borrow_mut());
-                    let mut facts = Vec::with_capacity(out.len() * width);
-                    let mut diffs = Vec::with_capacity(out.len());
-                    for (row, d) in out {
-                        facts.extend_from_slice(row.as_ref());
-                        diffs.push(d as isize);
-                    }
                     Reply::Done {
-                        facts,
-                        diffs,
+                        changes: Box::new(out),
                         rounds,
                     }
                 }));
@@ -841,8 +842,7 @@ fn follow<R: Row>(
     }));
     let msg = match result {
         Ok(_) => Reply::Done {
-            facts: Vec::new(),
-            diffs: Vec::new(),
+            changes: Box::new(Vec::<(R, Mult)>::new()),
             rounds: Vec::new(),
         },
         Err(p) => Reply::Failed(panic_message(&*p)),
