@@ -53,19 +53,9 @@ pub(crate) fn vec_bytes<T>(v: &Vec<T>) -> u64 {
     (v.capacity() * std::mem::size_of::<T>()) as u64
 }
 
-/// The allocated bytes of a hash map (hashbrown's layout: a power-of-two number of
-/// buckets, at most 7/8 of them used, and one control byte per bucket) with
-/// `capacity` usable slots.
+/// The allocated bytes of a hash map with `capacity` usable slots.
 pub(crate) fn map_bytes<K, V>(capacity: usize) -> u64 {
-    if capacity == 0 {
-        return 0;
-    }
-    let buckets = if capacity < 8 {
-        (capacity + 1).next_power_of_two()
-    } else {
-        (capacity * 8 / 7).next_power_of_two()
-    };
-    (buckets * (std::mem::size_of::<(K, V)>() + 1) + 16) as u64
+    crate::store::hash_table_bytes(capacity, std::mem::size_of::<(K, V)>())
 }
 
 /// A column of a batch whose allocated bytes can be counted.

@@ -335,17 +335,11 @@ impl<R: Row> Facts<R> {
 
     /// The allocated bytes of the table, the rows, the steps and the spilled lists.
     pub(crate) fn bytes(&self) -> u64 {
-        let capacity = self.ids.capacity();
-        let buckets = match capacity {
-            0 => 0,
-            c if c < 8 => (c + 1).next_power_of_two(),
-            c => (c * 8 / 7).next_power_of_two(),
-        };
-        (buckets * (std::mem::size_of::<u32>() + 1)
-            + self.rows.capacity() * std::mem::size_of::<R>()
-            + self.steps.capacity() * std::mem::size_of::<Packed>()
-            + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
-            + self.free.capacity() * std::mem::size_of::<u32>()) as u64
+        crate::store::hash_table_bytes(self.ids.capacity(), std::mem::size_of::<u32>())
+            + (self.rows.capacity() * std::mem::size_of::<R>()
+                + self.steps.capacity() * std::mem::size_of::<Packed>()
+                + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
+                + self.free.capacity() * std::mem::size_of::<u32>()) as u64
             + self.spill_bytes
     }
 

@@ -50,6 +50,18 @@ pub fn hash_values(values: impl IntoIterator<Item = u32>) -> u64 {
     h.finish()
 }
 
+/// The allocated bytes of a hashbrown table (a `HashMap`, `HashSet` or `HashTable`)
+/// whose `capacity()` is `capacity`, with entries of `entry` bytes: a power-of-two
+/// number of buckets, at most 7/8 of them usable, and a control byte each.
+pub fn hash_table_bytes(capacity: usize, entry: usize) -> u64 {
+    let buckets = match capacity {
+        0 => return 0,
+        c if c < 8 => (c + 1).next_power_of_two(),
+        c => (c * 8 / 7).next_power_of_two(),
+    };
+    (buckets * (entry + 1)) as u64
+}
+
 /// Whether two rows of the same arity are equal (a loop: rows are short).
 #[inline]
 pub fn same(a: &[u32], b: &[u32]) -> bool {

@@ -29,16 +29,10 @@ impl FlatSet {
         &self.rows
     }
 
-    /// The allocated bytes of the rows and of the table (hashbrown's layout: a
-    /// power-of-two number of buckets, at most 7/8 used, a control byte each).
+    /// The allocated bytes of the rows and of the table.
     pub fn heap_bytes(&self) -> u64 {
-        let capacity = self.table.capacity();
-        let buckets = match capacity {
-            0 => 0,
-            c if c < 8 => (c + 1).next_power_of_two(),
-            c => (c * 8 / 7).next_power_of_two(),
-        };
-        self.rows.heap_bytes() + (buckets * (std::mem::size_of::<u32>() + 1)) as u64
+        self.rows.heap_bytes()
+            + super::hash_table_bytes(self.table.capacity(), std::mem::size_of::<u32>())
     }
 
     /// Number of tuples.
