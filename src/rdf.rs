@@ -16,7 +16,7 @@
 
 use crate::progress::Spinner;
 use clap::{Args, Subcommand};
-use dynalog_analysis::{RelId, Value};
+use dynalog_analysis::Value;
 use dynalog_io::rdf::{self, NTriplesWriter, RdfOptions, TripleShapes};
 use dynalog_syntax::SourceFile;
 use std::collections::{BTreeMap, HashSet};
@@ -234,7 +234,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             eprintln!("not mapped (outside the namespaces read): {unmapped} triples");
         }
         eprintln!("evaluation: {:.3} s", stats.elapsed.as_secs_f64());
-        let facts: usize = (0..p.relations.len()).map(|r| engine.len(r as RelId)).sum();
+        let facts = engine.total_len();
         eprintln!("facts in the materialization: {facts}");
         eprintln!("output: {:.3} s", write_time.as_secs_f64());
         eprintln!(

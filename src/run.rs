@@ -361,9 +361,7 @@ pub fn memory_report(
     before: Option<u64>,
 ) -> Option<String> {
     let memory = engine.memory()?;
-    let facts = (0..engine.program().relations.len())
-        .map(|r| engine.len(r as u32) as u64)
-        .sum();
+    let facts = engine.total_len();
     let mut text = format!("memory held by the engine:\n{}", memory.table(facts));
     // Freed memory the allocator still holds (of the transient state of the
     // evaluation) goes back to the system first, so the resident memory is what is

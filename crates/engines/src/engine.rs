@@ -196,6 +196,13 @@ pub trait Engine {
     /// Number of facts of a relation in the materialization (as of the last commit).
     fn len(&self, relation: RelId) -> usize;
 
+    /// Number of facts of every relation together (as of the last commit).
+    fn total_len(&self) -> u64 {
+        (0..self.program().relations.len())
+            .map(|r| self.len(r as RelId) as u64)
+            .sum()
+    }
+
     /// All facts of a relation (as of the last commit), in no particular order.
     fn facts(&self, relation: RelId) -> Vec<Vec<Value>>;
 

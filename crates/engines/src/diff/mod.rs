@@ -975,9 +975,7 @@ impl Engine for Diff {
     fn memory(&mut self) -> Option<MemoryUsage> {
         let mut usage = MemoryUsage::default();
         if let Some(runtime) = self.runtime.as_mut() {
-            for (name, u) in runtime.memory().ok()? {
-                usage.add(&name, u.records, u.bytes);
-            }
+            runtime.memory(&mut usage).ok()?;
         }
         let sets = |sets: &[FlatSet]| -> (u64, u64) {
             let records = sets.iter().map(|s| s.len() as u64).sum();

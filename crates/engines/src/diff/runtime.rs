@@ -13,6 +13,7 @@ use super::compile::{Shared, TableEntry, Tables};
 use super::dataflow::build;
 use super::memory::Usage;
 use super::types::{Mult, Row};
+use crate::MemoryUsage;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -211,9 +212,9 @@ impl Runtime {
 }
 
 impl Runtime {
-    /// What each part of the circuit holds, summed over this process's workers, parts
-    /// in the order the circuit names them.
-    pub(crate) fn memory(&mut self) -> Result<Vec<(String, Usage)>, String> {
+    /// Add what each part of the circuit holds, over this process's workers, to
+    /// `usage` (parts in the order the circuit names them).
+    pub(crate) fn memory(&mut self, usage: &mut MemoryUsage) -> Result<(), String> {
         if self.failed {
             return Err("the differential engine failed earlier".into());
         }
@@ -224,15 +225,11 @@ impl Runtime {
             }
             th.unpark();
         }
-        let mut parts: Vec<(String, Usage)> = Vec::new();
         for _ in 0..self.senders.len() {
             match self.replies.recv() {
                 Ok(Reply::Memory(worker)) => {
-                    for (name, usage) in worker {
-                        match parts.iter_mut().find(|(n, _)| *n == name) {
-                            Some((_, u)) => *u += usage,
-                            None => parts.push((name, usage)),
-                        }
+                    for (name, u) in worker {
+                        usage.add(&name, u.records, u.bytes);
                     }
                 }
                 Ok(Reply::Failed(msg)) => {
@@ -245,7 +242,7 @@ impl Runtime {
                 }
             }
         }
-        Ok(parts)
+        Ok(())
     }
 
     /// Wait for the workers of a [`Role::Follower`] process to finish: until process 0

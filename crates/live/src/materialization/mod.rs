@@ -649,9 +649,7 @@ impl Materialization {
 
     /// The number of facts of every relation, together.
     pub fn total_facts(&self) -> u64 {
-        (0..self.program().relations.len())
-            .map(|r| self.engine.len(r as u32) as u64)
-            .sum()
+        self.engine.total_len()
     }
 
     /// Whether a transaction is being staged.
