@@ -88,21 +88,13 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
 }
 
 /// The operator's state.
+#[derive(Default)]
 struct State<R> {
     /// Per time: the facts derived at it and their summed multiplicities.
     pending: Vec<(Inner, FxHashMap<R, Mult>)>,
     /// An emptied table, kept for the next time: a round's table would otherwise grow
     /// from nothing, rehashing as it doubles, every round.
     spare: Option<FxHashMap<R, Mult>>,
-}
-
-impl<R> Default for State<R> {
-    fn default() -> Self {
-        State {
-            pending: Vec::new(),
-            spare: None,
-        }
-    }
 }
 
 impl<R: Row> State<R> {

@@ -218,18 +218,10 @@ pub(crate) fn distinct<'s, R: Row>(
 
 /// The operator's state: the facts' histories, and the updates waiting for their time
 /// (changes, and re-evaluations with multiplicity 0).
+#[derive(Default)]
 struct State<R> {
     facts: Facts<R>,
     pending: BTreeMap<(u32, u32), Vec<(R, Mult)>>,
-}
-
-impl<R> Default for State<R> {
-    fn default() -> Self {
-        State {
-            facts: Facts::default(),
-            pending: BTreeMap::new(),
-        }
-    }
 }
 
 impl<R: Row> State<R> {

@@ -276,20 +276,12 @@ fn compact<D: Ord>(updates: &mut Vec<(D, Inner, Mult)>, frontier: AntichainRef<I
 /// the first atom of the direct rules (see [`records`]): two outputs of one operator,
 /// so that neither is copied or split after it.
 /// The operator's state.
+#[derive(Default)]
 struct State<R> {
     /// Per relation id.
     relations: Vec<Relation<R>>,
     /// Facts received but not yet matched.
     pending: Vec<(R, Inner, Mult)>,
-}
-
-impl<R> Default for State<R> {
-    fn default() -> Self {
-        State {
-            relations: Vec::new(),
-            pending: Vec::new(),
-        }
-    }
 }
 
 impl<R: Row> State<R> {

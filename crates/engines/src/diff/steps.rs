@@ -176,6 +176,7 @@ impl Packed {
 }
 
 /// The facts of a worker's `distinct`, each with its (non-empty) steps.
+#[derive(Default)]
 pub(crate) struct Facts<R> {
     /// Slot numbers, hashed by their row.
     ids: HashTable<u32>,
@@ -187,20 +188,6 @@ pub(crate) struct Facts<R> {
     /// The allocated bytes of the vectors of `spill`.
     spill_bytes: u64,
     hasher: rustc_hash::FxBuildHasher,
-}
-
-impl<R> Default for Facts<R> {
-    fn default() -> Self {
-        Facts {
-            ids: HashTable::new(),
-            rows: Vec::new(),
-            steps: Vec::new(),
-            spill: Vec::new(),
-            free: Vec::new(),
-            spill_bytes: 0,
-            hasher: rustc_hash::FxBuildHasher,
-        }
-    }
 }
 
 /// A fact's place in [`Facts`].
