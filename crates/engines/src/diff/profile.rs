@@ -10,6 +10,12 @@
 //! With `DYNALOG_PROFILE=commit`, each worker prints (and resets) its profile after every
 //! commit instead. A diagnostic for the engine's developers; it costs a little time per
 //! scheduling.
+//!
+//! With `DYNALOG_MEMORY_TRACE=MS`, each worker prints, every `MS` milliseconds of a
+//! commit, what its parts hold (the meters of module `memory`, in MB, the empty ones
+//! left out) and the process's resident memory: where the peak of a load comes from,
+//! which a report at rest cannot tell. Commits then ignore their limits of changes and
+//! time.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -111,5 +117,54 @@ impl Profile {
         }
         eprint!("{text}");
         s.own.clear();
+    }
+}
+
+/// The interval of `DYNALOG_MEMORY_TRACE`, if set.
+pub(crate) fn memory_trace() -> Option<Duration> {
+    let ms: u64 = std::env::var("DYNALOG_MEMORY_TRACE").ok()?.parse().ok()?;
+    Some(Duration::from_millis(ms.max(1)))
+}
+
+/// Step `worker` while `busy`, printing its meters every `every`.
+pub(crate) fn trace_memory(
+    worker: &mut Worker,
+    meters: &[super::memory::Meter],
+    every: Duration,
+    mut busy: impl FnMut() -> bool,
+) {
+    let start = std::time::Instant::now();
+    let mut last = start;
+    while busy() {
+        worker.step_or_park(Some(every));
+        if last.elapsed() < every {
+            continue;
+        }
+        last = std::time::Instant::now();
+        let mut line = format!(
+            "memory of worker {} at {:.2} s:",
+            worker.index(),
+            start.elapsed().as_secs_f64()
+        );
+        let mut total = 0;
+        for m in meters {
+            let usage = (m.measure)();
+            total += usage.bytes;
+            if usage.bytes >= 1 << 20 {
+                line.push_str(&format!(" {}={:.0}", m.name, usage.bytes as f64 / 1e6));
+            }
+        }
+        let rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .unwrap_or(0);
+        eprintln!(
+            "{line}; total {:.0} MB; process resident {:.0} MB",
+            total as f64 / 1e6,
+            rss as f64 / 1e3
+        );
     }
 }

@@ -635,6 +635,7 @@ fn run_worker<R: Row>(
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
     let tables = Rc::new(Tables::new(shared));
     let profile = super::profile::Profile::start(worker);
+    let memory_trace = super::profile::memory_trace();
     let handles = build::<R>(
         worker,
         tables,
@@ -687,7 +688,11 @@ fn run_worker<R: Row>(
                     handles.rules.flush();
                     handles.tables.flush();
                     let probe = handles.probe.clone();
-                    if batch.max_changes.is_none() && batch.deadline.is_none() {
+                    if let Some(every) = memory_trace {
+                        super::profile::trace_memory(worker, &handles.meters, every, || {
+                            probe.less_than(&next)
+                        });
+                    } else if batch.max_changes.is_none() && batch.deadline.is_none() {
                         worker.step_or_park_while(None, || probe.less_than(&next));
                     } else {
                         // Check the limits between steps; wake up now and then to
