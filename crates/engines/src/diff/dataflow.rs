@@ -9,7 +9,7 @@ use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
 use super::step::{Emit, emit, head};
-use super::types::{Inner, Mult, Row, Sub, bucket};
+use super::types::{Inner, Mult, Row, Sub, bucket, reserve_quarter};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::iterate::VecVariable;
@@ -321,8 +321,9 @@ pub(crate) fn build<R: Row>(
         let out = output.clone();
         let (probe, _) = result
             .inspect_batch(move |_, data| {
-                out.borrow_mut()
-                    .extend(data.iter().map(|(d, _, r)| (*d, *r)));
+                let mut out = out.borrow_mut();
+                reserve_quarter(&mut out, data.len());
+                out.extend(data.iter().map(|(d, _, r)| (*d, *r)));
             })
             .probe();
         // Each worker adds the entries to its process's tables, then acknowledges to

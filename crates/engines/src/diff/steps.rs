@@ -20,7 +20,7 @@
 //! circuit's width: on LUBM, whose widest rule needs 8 words, a fact of the triple
 //! relation carries 4 words of padding (55 bytes per fact with OWL 2 RL).
 
-use super::types::Row;
+use super::types::{Row, reserve_quarter};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 use std::hash::BuildHasher;
@@ -272,6 +272,8 @@ impl<R: Row> Facts<R> {
         let id = self.rows.len() as u32;
         let hash = self.hash(&f);
         let packed = self.pack(Packed::default(), steps);
+        reserve_quarter(&mut self.rows, 1);
+        reserve_quarter(&mut self.steps, 1);
         self.rows.push(f);
         self.steps.push(packed);
         let (rows, hasher) = (&self.rows, &self.hasher);
