@@ -134,7 +134,7 @@ fn a_session_reports_the_engines_memory_with_size() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("\n5 facts\n"), "{stdout}");
     assert!(
-        stdout.contains("distinct (facts, round histories)"),
+        stdout.contains("distinct (facts, round histories"),
         "{stdout}"
     );
     assert!(stdout.contains("bytes per fact"), "{stdout}");

@@ -342,7 +342,6 @@ mod tests {
         // one update, evaluated once.
         round(2, &[(f, 0), (f, -1)], &mut out);
         assert_eq!(out, vec![], "no +1 and -1 at round 2");
-        drop(round);
         assert!(facts.is_empty());
     }
 }
