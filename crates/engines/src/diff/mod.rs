@@ -160,7 +160,8 @@
 //! all, 2.6 steps of history a fact on average):
 //!
 //! * the `distinct`'s table (module `steps`): a 4-byte slot number in a hash table,
-//!   the row, and the fact's steps varint-encoded in 12 bytes (36 bytes a fact);
+//!   the row cut to the words facts use (not the circuit's width), and the fact's
+//!   steps varint-encoded in 12 bytes (36 bytes a fact);
 //! * the fact's history in the index entries' operator, for patterns added later:
 //!   its values up to the last non-zero one, its round and multiplicity, flat (18);
 //! * per join stage, the arrangement of the substitutions waiting there (for

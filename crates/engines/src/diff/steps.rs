@@ -7,8 +7,11 @@
 //!
 //! * a hash table of 4-byte slot numbers (hashbrown's `HashTable<u32>`, the hash
 //!   recomputed from the row), so its power-of-two slack costs 4 bytes a bucket;
-//! * the facts in one dense vector of rows, slot after slot (a removed slot takes the
-//!   last one's place, so the rows stay dense);
+//! * the facts in one dense vector of words, slot after slot (a removed slot takes
+//!   the last one's place, so the rows stay dense), each row cut to the words any
+//!   stored fact uses (its relation and values up to the last non-zero word; the rest
+//!   of a row of the circuit's width is zero padding). The table widens its rows when
+//!   a wider fact comes (rarely: at most once per word of the circuit's width);
 //! * each fact's steps in 12 bytes beside it, varint-encoded: per step the round's
 //!   distance from the previous step's, then the zigzagged packed change (see
 //!   [`Step`]). A step of a count change within ±15 at a round less than 128 rounds
@@ -16,9 +19,10 @@
 //!   goes to a side list of step vectors, and the 12 bytes hold its index.
 //!
 //! On the same closure (3.9M facts, 2.6 steps per fact on average, all but 0.05% of
-//! the histories inline): 110 → 36 bytes per fact. The rows are still of the
-//! circuit's width: on LUBM, whose widest rule needs 8 words, a fact of the triple
-//! relation carries 4 words of padding (55 bytes per fact with OWL 2 RL).
+//! the histories inline): 110 → 36 bytes per fact. Rows were at first of the
+//! circuit's width: on LUBM with OWL 2 RL, whose widest rule needs 8 words, every fact
+//! (at most 3 words: a binary relation) carried 5 words of padding (55 bytes per
+//! fact).
 
 use super::types::{Row, reserve_quarter};
 use hashbrown::HashTable;
@@ -178,9 +182,11 @@ impl Packed {
 /// The facts of a worker's `distinct`, each with its (non-empty) steps.
 #[derive(Default)]
 pub(crate) struct Facts<R> {
-    /// Slot numbers, hashed by their row.
+    /// Slot numbers, hashed by their row (of the circuit's width).
     ids: HashTable<u32>,
-    rows: Vec<R>,
+    /// The rows, `stride` words each: every word of a stored fact past `stride` is 0.
+    rows: Vec<u32>,
+    stride: usize,
     steps: Vec<Packed>,
     /// Histories too long to be inline, and the free places of this list.
     spill: Vec<Vec<Step>>,
@@ -188,6 +194,24 @@ pub(crate) struct Facts<R> {
     /// The allocated bytes of the vectors of `spill`.
     spill_bytes: u64,
     hasher: rustc_hash::FxBuildHasher,
+    row_type: std::marker::PhantomData<R>,
+}
+
+/// The words of `f` up to its last non-zero one.
+#[inline]
+fn used<R: Row>(f: &R) -> usize {
+    f.as_ref()
+        .iter()
+        .rposition(|&v| v != 0)
+        .map_or(0, |i| i + 1)
+}
+
+/// Row `i` of `rows` (`stride` words each), padded to the circuit's width.
+#[inline]
+fn row_at<R: Row>(rows: &[u32], stride: usize, i: usize) -> R {
+    let mut row = R::default();
+    row.as_mut()[..stride].copy_from_slice(&rows[i * stride..(i + 1) * stride]);
+    row
 }
 
 /// A fact's place in [`Facts`].
@@ -201,20 +225,43 @@ impl<R: Row> Facts<R> {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.rows.len()
+        self.steps.len()
     }
 
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.steps.is_empty()
     }
 
     /// The slot of `f`, if it has one.
     pub(crate) fn find(&self, f: &R) -> Option<Slot> {
-        let rows = &self.rows;
+        let s = self.stride;
+        if used(f) > s {
+            return None;
+        }
+        let (hash, rows, f) = (self.hash(f), &self.rows, f.as_ref());
         self.ids
-            .find(self.hash(f), |&i| rows[i as usize] == *f)
+            .find(hash, |&i| {
+                let i = i as usize;
+                rows[i * s..(i + 1) * s] == f[..s]
+            })
             .map(|&i| Slot(i))
+    }
+
+    /// Store `width` words per row from now on (more than now).
+    fn widen(&mut self, width: usize) {
+        let n = self.len();
+        let mut rows = Vec::with_capacity(n * width + n * width / 4);
+        if self.stride == 0 {
+            rows.resize(n * width, 0);
+        } else {
+            for r in self.rows.chunks_exact(self.stride) {
+                rows.extend_from_slice(r);
+                rows.extend(std::iter::repeat_n(0, width - self.stride));
+            }
+        }
+        self.rows = rows;
+        self.stride = width;
     }
 
     /// Decode the steps of `slot` into `into` (cleared first).
@@ -269,23 +316,30 @@ impl<R: Row> Facts<R> {
 
     /// Add `f` (which has no slot) with `steps` (non-empty, sorted by round).
     pub(crate) fn insert(&mut self, f: R, steps: &[Step]) -> Slot {
-        let id = self.rows.len() as u32;
+        let id = self.len() as u32;
         let hash = self.hash(&f);
         let packed = self.pack(Packed::default(), steps);
-        reserve_quarter(&mut self.rows, 1);
+        let width = used(&f);
+        if width > self.stride {
+            self.widen(width);
+        }
+        let s = self.stride;
+        reserve_quarter(&mut self.rows, s);
         reserve_quarter(&mut self.steps, 1);
-        self.rows.push(f);
+        self.rows.extend_from_slice(&f.as_ref()[..s]);
         self.steps.push(packed);
         let (rows, hasher) = (&self.rows, &self.hasher);
-        self.ids
-            .insert_unique(hash, id, |&i| hasher.hash_one(rows[i as usize]));
+        self.ids.insert_unique(hash, id, |&i| {
+            hasher.hash_one(row_at::<R>(rows, s, i as usize))
+        });
         Slot(id)
     }
 
     /// Forget the fact of `slot`: the last slot's fact takes its place.
     pub(crate) fn remove(&mut self, slot: Slot) {
         let id = slot.0;
-        let f = self.rows[id as usize];
+        let s = self.stride;
+        let f: R = row_at(&self.rows, s, id as usize);
         if let Some(i) = self.steps[id as usize].spill_index() {
             self.unspill(i);
         }
@@ -293,11 +347,13 @@ impl<R: Row> Facts<R> {
         if let Ok(entry) = self.ids.find_entry(hash, |&i| i == id) {
             entry.remove();
         }
-        let last = (self.rows.len() - 1) as u32;
-        self.rows.swap_remove(id as usize);
+        let last = (self.len() - 1) as u32;
+        let (at, end) = (id as usize * s, last as usize * s);
+        self.rows.copy_within(end..end + s, at);
+        self.rows.truncate(end);
         self.steps.swap_remove(id as usize);
         if id != last {
-            let moved = self.hash(&self.rows[id as usize]);
+            let moved = self.hash(&row_at(&self.rows, s, id as usize));
             if let Some(i) = self.ids.find_mut(moved, |&i| i == last) {
                 *i = id;
             }
@@ -306,12 +362,12 @@ impl<R: Row> Facts<R> {
 
     /// Give memory back when at most a quarter of what is allocated is used.
     pub(crate) fn shrink_if_sparse(&mut self) {
-        if self.rows.capacity() > 64 && self.rows.len() < self.rows.capacity() / 4 {
+        if self.steps.capacity() > 64 && self.steps.len() < self.steps.capacity() / 4 {
             self.rows.shrink_to_fit();
             self.steps.shrink_to_fit();
-            let (rows, hasher) = (&self.rows, &self.hasher);
+            let (rows, hasher, s) = (&self.rows, &self.hasher, self.stride);
             self.ids
-                .shrink_to_fit(|&i| hasher.hash_one(rows[i as usize]));
+                .shrink_to_fit(|&i| hasher.hash_one(row_at::<R>(rows, s, i as usize)));
             while self.spill.last().is_some_and(Vec::is_empty) {
                 self.spill.pop();
             }
@@ -325,7 +381,7 @@ impl<R: Row> Facts<R> {
     /// The allocated bytes of the table, the rows, the steps and the spilled lists.
     pub(crate) fn bytes(&self) -> u64 {
         crate::store::hash_table_bytes(self.ids.capacity(), std::mem::size_of::<u32>())
-            + (self.rows.capacity() * std::mem::size_of::<R>()
+            + (self.rows.capacity() * std::mem::size_of::<u32>()
                 + self.steps.capacity() * std::mem::size_of::<Packed>()
                 + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
                 + self.free.capacity() * std::mem::size_of::<u32>()) as u64
@@ -396,6 +452,47 @@ mod tests {
         );
         let many: Vec<Step> = (0..6).map(|r| Step::new(r, 1, 0)).collect();
         assert!(Packed::encode(&many).is_none());
+    }
+
+    #[test]
+    fn rows_take_the_words_their_facts_use_and_widen_for_wider_ones() {
+        let mut facts: Facts<[u32; 8]> = Facts::default();
+        let h = steps(&[(1, 1, 1)]);
+        let narrow = |x: u32| [2, x, x + 1, 0, 0, 0, 0, 0];
+        for x in 0..100 {
+            facts.insert(narrow(x), &h);
+        }
+        assert_eq!(facts.stride, 3);
+        assert_eq!(facts.rows.len(), 300, "3 words a fact, not 8");
+        // A wider fact is not found before it is stored, and widens every row.
+        let wide = [2, 5, 6, 0, 0, 0, 9, 0];
+        assert!(facts.find(&wide).is_none());
+        facts.insert(wide, &h);
+        assert_eq!(facts.stride, 7);
+        // A row of zeros (relation 0, values 0) is a fact like any other.
+        assert!(facts.find(&[0; 8]).is_none());
+        facts.insert([0; 8], &h);
+        for x in 0..100 {
+            assert!(facts.find(&narrow(x)).is_some(), "{x}");
+        }
+        assert!(facts.find(&wide).is_some());
+        assert!(facts.find(&[0; 8]).is_some());
+        assert!(facts.find(&[2, 5, 6, 0, 0, 0, 0, 0]).is_some(), "narrow(5)");
+        assert!(facts.find(&[2, 5, 6, 0, 0, 0, 8, 0]).is_none());
+        // Removing moves the last row into the hole, and every fact is still found.
+        let slot = facts.find(&narrow(0)).expect("present");
+        facts.remove(slot);
+        let slot = facts.find(&wide).expect("present");
+        facts.remove(slot);
+        assert!(facts.find(&narrow(0)).is_none() && facts.find(&wide).is_none());
+        for x in 1..100 {
+            let slot = facts.find(&narrow(x)).expect("present");
+            let mut got = Steps::new();
+            facts.steps(slot, &mut got);
+            assert_eq!(&got[..], &h[..]);
+        }
+        assert!(facts.find(&[0; 8]).is_some());
+        assert_eq!(facts.len(), 100);
     }
 
     #[test]
