@@ -24,7 +24,7 @@
 use super::compile::{ColSpec, NEG, PatternSpec, Tables};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::{Emit, first_step};
-use super::types::{Inner, Mult, Row, Sub, bucket, hold_only};
+use super::types::{Inner, Mult, Row, Sub, bucket, hold_only, reserve_quarter};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
@@ -102,12 +102,10 @@ impl History {
         if used > self.width {
             self.widen(used);
         }
-        if self.data.capacity() - self.data.len() < self.stride() {
-            // Grow by a quarter, not double: the history is one of the circuit's
-            // largest parts and lives as long as the facts.
-            self.data
-                .reserve_exact(self.data.capacity() / 4 + 64 * self.stride());
-        }
+        // Grow by a quarter, not double: the history is one of the circuit's largest
+        // parts and lives as long as the facts.
+        let stride = self.stride();
+        reserve_quarter(&mut self.data, stride);
         self.data.extend_from_slice(&values[..self.width]);
         self.data.push(round);
         self.data.push(diff as u32);
