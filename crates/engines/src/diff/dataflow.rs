@@ -5,6 +5,7 @@
 //! code of it.
 
 use super::compile::{AGG, HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
+use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
@@ -223,14 +224,14 @@ pub(crate) fn build<R: Row>(
             }
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
 
-            // Every derivation goes to its fact's worker, where the `distinct` adds
-            // them up per (fact, round) as they come.
             let heads = differential_dataflow::collection::concatenate(inner, heads);
-            let derived = VecCollection::new(
+            let heads = VecCollection::new(
                 heads
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
+            let (derived, meter) = consolidate_heads(heads);
+            meters.push(meter);
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.

@@ -13,27 +13,16 @@
 //!
 //! * the count of a fact at `(e, r)` is the sum of the input changes of its steps with
 //!   round `≤ r`, its presence the sum of the output changes;
-//! * the input is added up per (fact, time) as it arrives, in one hash table per
-//!   pending time: a recursive rule derives most facts many times in one round
-//!   (transitive closure on RMAT-1k: 4.7M derivations of 262k facts), through every
-//!   intermediate node, from every rule with the same head and on every worker, and
-//!   each (fact, time) is then evaluated once. The heads reach this worker first,
-//!   placed by the fact's hash. (Adding them up on the worker that derived them sent
-//!   one update per fact from each worker: tc on 1,000 nodes × 4,000 random edges with
-//!   2 workers took 14% longer, for 6% less peak memory. Adding them up in an operator
-//!   of its own, before this one, held the same table, and sent it on through
-//!   timely's buffers: one more operator to schedule and copy through. Adding
-//!   each derivation to its fact's steps at once, with the fact queued once per round
-//!   in a list, would save the table, but a lookup in the table of all facts per
-//!   derivation made tc on G(2000, 0.0025) twice as slow, at the same peak);
-//! * the pending times are processed in lexicographic order, each once every future
-//!   input is of a lexicographically later time (no frontier element is
+//! * the pending input times are processed in lexicographic order, each once every
+//!   future input is of a lexicographically later time (no frontier element is
 //!   lexicographically at or below it);
-//! * processing `(e, r)` adds each fact's summed input change to its steps (one hash
-//!   lookup), emits at `(e, r)` the change that makes the presence at `r` equal to
+//! * processing `(e, r)` adds each input change to its fact's steps (one hash lookup),
+//!   emits at `(e, r)` the change that makes the presence at `r` equal to
 //!   `[count > 0]`, and finds the first later step at which the presence would be wrong
 //!   with what is known now; the fact is evaluated again at that round of the same
-//!   epoch (a later input of the epoch touches it again anyway);
+//!   epoch (a later input of the epoch touches it again anyway). A fact changed twice at
+//!   one time (by two workers) is evaluated after each change, so it may emit `+1` and
+//!   `-1` at the same time: the sum is right, and the handle adds the changes up;
 //! * steps whose changes are both zero are dropped, facts with no steps forgotten, and
 //!   the table shrinks when it is mostly empty, so memory returns after inserting and
 //!   deleting the same facts.
@@ -43,11 +32,10 @@
 //! at the cost of one hash lookup per update instead of a sort and the merges of two
 //! spines, and with one list of steps per fact instead of two arrangements.
 
-use super::memory::{Meter, Usage, map_bytes};
+use super::memory::{Meter, Usage, vec_bytes};
 use super::steps::{Facts, Step, Steps};
 use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
-use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -107,20 +95,19 @@ impl History {
     }
 }
 
-/// The updates of one pending time: each fact's summed change (0 for a fact only to be
-/// evaluated again, or whose changes cancel).
-type Updates<R> = FxHashMap<R, Mult>;
-
-/// Process the updates of one time at `round`: for each fact, `emit(fact, presence
-/// change, later round to evaluate again)`.
+/// Process the updates of one time at `round` (changes, and re-evaluations with
+/// multiplicity 0): for each, `emit(fact, presence change, later round to evaluate
+/// again)`. The changes come first, then the re-evaluations (see `distinct`).
 fn process<R: Row>(
     facts: &mut Facts<R>,
-    updates: &Updates<R>,
+    updates: &[(R, Mult)],
     round: u32,
     mut emit: impl FnMut(R, Mult, Option<u32>),
 ) {
+    let changes = updates.iter().filter(|u| u.1 != 0);
+    let reevaluations = updates.iter().filter(|u| u.1 == 0);
     let mut history = History::default();
-    for (&f, &d) in updates {
+    for &(f, d) in changes.chain(reevaluations) {
         let slot = facts.find(&f);
         match slot {
             Some(slot) => facts.steps(slot, &mut history.steps),
@@ -154,39 +141,30 @@ pub(crate) fn distinct<'s, R: Row>(
 ) -> (VecCollection<'s, Inner, R, Mult>, Meter) {
     let state: Rc<RefCell<State<R>>> = Rc::default();
     let shared = state.clone();
-    let meter = Meter::new(
-        "distinct (facts, round histories, pending rounds)",
-        move || shared.borrow().usage(),
-    );
+    let meter = Meter::new("distinct (facts, round histories)", move || {
+        shared.borrow().usage()
+    });
     let stream = input
         .inner
         .unary_frontier(Pipeline, "Distinct", move |_capability, _info| {
             let mut held = CapabilitySet::new();
             move |(input, frontier), output| {
                 let mut state = state.borrow_mut();
-                let State {
-                    facts,
-                    pending,
-                    spare,
-                } = &mut *state;
+                let State { facts, pending } = &mut *state;
                 input.for_each(|cap, data| {
                     for c in cap.retain_stamp(0).iter() {
                         held.insert(c.clone());
                     }
                     let mut last = None;
-                    let mut updates = None;
+                    let mut buffer = None;
                     for (f, t, d) in data.drain(..) {
                         let time = (t.outer, t.inner);
                         if last != Some(time) {
                             last = Some(time);
-                            updates = Some(
-                                pending
-                                    .entry(time)
-                                    .or_insert_with(|| spare.take().unwrap_or_default()),
-                            );
+                            buffer = Some(pending.entry(time).or_default());
                         }
-                        if let Some(u) = updates.as_mut() {
-                            *u.entry(f).or_insert(0) += d;
+                        if let Some(b) = buffer.as_mut() {
+                            b.push((f, d));
                         }
                     }
                 });
@@ -200,9 +178,18 @@ pub(crate) fn distinct<'s, R: Row>(
                     if limit.is_some_and(|l| l <= time) {
                         break;
                     }
-                    let mut updates = entry.remove();
+                    let updates = entry.remove();
                     done = true;
                     let (epoch, round) = time;
+                    // Each change is applied and its fact evaluated at once, with one
+                    // lookup. A fact changed twice at one time (from two workers) is
+                    // evaluated after each change: what it emits at the time adds up
+                    // to the right change (a `-1` then `+1` pair at worst). The
+                    // re-evaluations come after the changes: a fact whose change at
+                    // this time makes its scheduled re-evaluation moot (derived at a
+                    // later round that loses its derivation too, as when a rule goes)
+                    // then emits nothing, where re-evaluating it first made it
+                    // reappear and vanish again at this time.
                     let t = Product::new(epoch, round);
                     let cap = held.delayed(&t);
                     let mut session = output.session(&cap);
@@ -211,23 +198,9 @@ pub(crate) fn distinct<'s, R: Row>(
                             session.give((f, t, change));
                         }
                         if let Some(later) = wrong {
-                            pending
-                                .entry((epoch, later))
-                                .or_default()
-                                .entry(f)
-                                .or_insert(0);
+                            pending.entry((epoch, later)).or_default().push((f, 0));
                         }
                     });
-                    // Keep the table for the next time, no larger than twice what this
-                    // one needed: a table grown from nothing rehashes as it doubles,
-                    // every round, and the rounds of a load shrink to a few facts at
-                    // the end, the table with them.
-                    let used = updates.len();
-                    updates.clear();
-                    if updates.capacity() > 2 * used + 1024 {
-                        updates.shrink_to(used);
-                    }
-                    *spare = Some(updates);
                 }
                 // Also when nothing was processed: a message's capability can be
                 // earlier than its records' times, and holding it would keep the
@@ -243,24 +216,18 @@ pub(crate) fn distinct<'s, R: Row>(
     (VecCollection::new(stream), meter)
 }
 
-/// The operator's state: the facts' histories, and the updates waiting for their time.
+/// The operator's state: the facts' histories, and the updates waiting for their time
+/// (changes, and re-evaluations with multiplicity 0).
 #[derive(Default)]
 struct State<R> {
     facts: Facts<R>,
-    pending: BTreeMap<(u32, u32), Updates<R>>,
-    /// An emptied table of updates, kept for the next time.
-    spare: Option<Updates<R>>,
+    pending: BTreeMap<(u32, u32), Vec<(R, Mult)>>,
 }
 
 impl<R: Row> State<R> {
     /// Facts held, and the bytes of their table and of the pending updates.
     fn usage(&self) -> Usage {
-        let pending: u64 = self
-            .pending
-            .values()
-            .chain(self.spare.as_ref())
-            .map(|u| map_bytes::<R, Mult>(u.capacity()))
-            .sum();
+        let pending: u64 = self.pending.values().map(vec_bytes).sum();
         Usage {
             records: self.facts.len() as u64,
             bytes: self.facts.bytes() + pending,
@@ -327,20 +294,14 @@ mod tests {
         let mut facts = Facts::default();
         facts.insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
         let mut out = Vec::new();
-        let mut round = |round, updates: &[([u32; 3], Mult)], out: &mut Vec<_>| {
-            let mut summed = Updates::default();
-            for &(f, d) in updates {
-                *summed.entry(f).or_insert(0) += d;
-            }
-            process(&mut facts, &summed, round, |f, c, w| out.push((f, c, w)));
-        };
-        round(1, &[(f, -5)], &mut out);
+        process(&mut facts, &[(f, -5)], 1, |f, c, w| out.push((f, c, w)));
         // Absent from round 1, but the count says present at 2: look again there.
         assert_eq!(out, vec![(f, -1, Some(2))]);
         out.clear();
-        // At round 2 the re-evaluation meets the change that makes it moot: they are
-        // one update, evaluated once.
-        round(2, &[(f, 0), (f, -1)], &mut out);
+        // At round 2 the re-evaluation was queued before the change that makes it moot.
+        process(&mut facts, &[(f, 0), (f, -1)], 2, |f, c, w| {
+            out.push((f, c, w))
+        });
         assert_eq!(out, vec![], "no +1 and -1 at round 2");
         assert!(facts.is_empty());
     }

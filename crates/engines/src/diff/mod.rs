@@ -103,10 +103,10 @@
 //!   atom are arranged apart, and their joins emit the head fact directly (a bare row,
 //!   the narrowest record of the circuit, which is also its most numerous).
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
-//!   with several derivations survives the loss of one of them). The heads go to
-//!   their fact's worker, where the `distinct` adds them up per (fact, round) in a
-//!   hash table as they come: a recursive rule derives most facts many times per
-//!   round. The `distinct` (module `distinct`) is not differential's (two
+//!   with several derivations survives the loss of one of them). The heads of a round
+//!   are first added up per (fact, round) in a hash table on the fact's worker
+//!   (module `consolidate`): a recursive rule derives most facts many times per
+//!   round. The `distinct` itself (module `distinct`) is not differential's (two
 //!   arrangements and a `reduce`, general over any lattice of times) but an operator
 //!   for the loop's times, whose epochs come one after another and whose rounds are
 //!   totally ordered: per fact, a short list of `(round, count change, presence
@@ -174,7 +174,7 @@
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient, and at scale about
 //! twice the state at rest: the head facts derived in one round wait, added up per
-//! fact, in the `distinct`'s hash table of the round until it completes (head records
+//! fact, in the consolidation's hash tables until the round completes (head records
 //! are bare rows for that reason), a round's new substitutions wait in their
 //! arrangement's batcher, and the arrangements' merges hold both inputs until their
 //! output is complete. Each worker's changes of a commit reach the handle as the
@@ -197,6 +197,7 @@
 //! mod.rs (the handle) ─→ runtime ─→ dataflow ─→ entries ─→ step ─→ compile
 //!                          │           │          │          └──→ types
 //!                          │           │          └──→ compile, types, memory
+//!                          │           ├──→ consolidate ─→ types, memory
 //!                          │           ├──→ distinct ─→ steps ─→ types
 //!                          │           │          └──→ types, memory
 //!                          │           └──→ step, compile, types, memory
@@ -213,7 +214,7 @@
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
-//! * `distinct` (with its table, `steps`), `entries`: the hand-written
+//! * `consolidate`, `distinct` (with its table, `steps`), `entries`: the hand-written
 //!   operators; `memory`: the meters of every part.
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
@@ -221,6 +222,7 @@
 //!   leaves it uses.
 
 mod compile;
+mod consolidate;
 mod dataflow;
 mod distinct;
 mod entries;
