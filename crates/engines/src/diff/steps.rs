@@ -236,15 +236,13 @@ impl<R: Row> Facts<R> {
     /// The slot of `f`, if it has one.
     pub(crate) fn find(&self, f: &R) -> Option<Slot> {
         let s = self.stride;
-        if used(f) > s {
+        // A fact wider than every stored one is not stored (no scan at full width).
+        if s < f.as_ref().len() && used(f) > s {
             return None;
         }
-        let (hash, rows, f) = (self.hash(f), &self.rows, f.as_ref());
+        let (hash, rows) = (self.hash(f), &self.rows);
         self.ids
-            .find(hash, |&i| {
-                let i = i as usize;
-                rows[i * s..(i + 1) * s] == f[..s]
-            })
+            .find(hash, |&i| row_at::<R>(rows, s, i as usize) == *f)
             .map(|&i| Slot(i))
     }
 
