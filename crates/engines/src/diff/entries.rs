@@ -24,7 +24,9 @@
 use super::compile::{ColSpec, NEG, PatternSpec, Tables};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::{Emit, first_step};
-use super::types::{Inner, Mult, Row, Sub, bucket, hold_only, reserve_quarter};
+use super::types::{
+    Inner, Mult, Row, Sub, bucket, hold_only, reserve_quarter, used_words, widen_records,
+};
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
@@ -98,7 +100,7 @@ impl History {
     /// Append the update of fact `f` (a row `[rel, values..]`) at `round`.
     fn push<R: Row>(&mut self, f: &R, round: u32, diff: Mult) {
         let values = &f.as_ref()[1..];
-        let used = values.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
+        let used = used_words(values);
         if used > self.width {
             self.widen(used);
         }
@@ -113,14 +115,8 @@ impl History {
 
     /// Store `width` values per record from now on (more than now).
     fn widen(&mut self, width: usize) {
-        let old = self.stride();
-        let mut data = Vec::with_capacity(self.len() * (width + 2));
-        for r in self.data.chunks_exact(old) {
-            data.extend_from_slice(&r[..self.width]);
-            data.extend(std::iter::repeat_n(0, width - self.width));
-            data.extend_from_slice(&r[self.width..]);
-        }
-        self.data = data;
+        let (n, stride) = (self.len(), self.stride());
+        self.data = widen_records(&self.data, n, stride, self.width, width - self.width);
         self.width = width;
     }
 

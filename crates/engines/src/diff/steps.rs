@@ -24,7 +24,7 @@
 //! (at most 3 words: a binary relation) carried 5 words of padding (55 bytes per
 //! fact).
 
-use super::types::{Row, reserve_quarter};
+use super::types::{Row, reserve_quarter, used_words, widen_records};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 use std::hash::BuildHasher;
@@ -197,15 +197,6 @@ pub(crate) struct Facts<R> {
     row_type: std::marker::PhantomData<R>,
 }
 
-/// The words of `f` up to its last non-zero one.
-#[inline]
-fn used<R: Row>(f: &R) -> usize {
-    f.as_ref()
-        .iter()
-        .rposition(|&v| v != 0)
-        .map_or(0, |i| i + 1)
-}
-
 /// Row `i` of `rows` (`stride` words each), padded to the circuit's width.
 #[inline]
 fn row_at<R: Row>(rows: &[u32], stride: usize, i: usize) -> R {
@@ -237,7 +228,7 @@ impl<R: Row> Facts<R> {
     pub(crate) fn find(&self, f: &R) -> Option<Slot> {
         let s = self.stride;
         // A fact wider than every stored one is not stored (no scan at full width).
-        if s < f.as_ref().len() && used(f) > s {
+        if s < f.as_ref().len() && used_words(f.as_ref()) > s {
             return None;
         }
         let (hash, rows) = (self.hash(f), &self.rows);
@@ -248,17 +239,8 @@ impl<R: Row> Facts<R> {
 
     /// Store `width` words per row from now on (more than now).
     fn widen(&mut self, width: usize) {
-        let n = self.len();
-        let mut rows = Vec::with_capacity(n * width + n * width / 4);
-        if self.stride == 0 {
-            rows.resize(n * width, 0);
-        } else {
-            for r in self.rows.chunks_exact(self.stride) {
-                rows.extend_from_slice(r);
-                rows.extend(std::iter::repeat_n(0, width - self.stride));
-            }
-        }
-        self.rows = rows;
+        let (n, s) = (self.len(), self.stride);
+        self.rows = widen_records(&self.rows, n, s, s, width - s);
         self.stride = width;
     }
 
@@ -317,7 +299,7 @@ impl<R: Row> Facts<R> {
         let id = self.len() as u32;
         let hash = self.hash(&f);
         let packed = self.pack(Packed::default(), steps);
-        let width = used(&f);
+        let width = used_words(f.as_ref());
         if width > self.stride {
             self.widen(width);
         }

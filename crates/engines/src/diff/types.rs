@@ -80,9 +80,58 @@ pub(crate) fn reserve_quarter<T>(v: &mut Vec<T>, additional: usize) {
     }
 }
 
+/// How many words of `row` are in use: up to its last non-zero one (the rest of a row
+/// of the circuit's width is zero padding).
+#[inline]
+pub(crate) fn used_words(row: &[u32]) -> usize {
+    row.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1)
+}
+
+/// `n` flat records of `stride` words each, widened by `extra` zero words inserted
+/// after the first `at` words of each record.
+pub(crate) fn widen_records(
+    data: &[u32],
+    n: usize,
+    stride: usize,
+    at: usize,
+    extra: usize,
+) -> Vec<u32> {
+    let mut out = Vec::with_capacity(n * (stride + extra));
+    if stride == 0 {
+        out.resize(n * extra, 0);
+        return out;
+    }
+    for r in data.chunks_exact(stride) {
+        out.extend_from_slice(&r[..at]);
+        out.extend(std::iter::repeat_n(0, extra));
+        out.extend_from_slice(&r[at..]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_use_words_up_to_the_last_non_zero_one() {
+        assert_eq!(used_words(&[3, 0, 7, 0, 0]), 3);
+        assert_eq!(used_words(&[0, 0]), 0);
+        assert_eq!(used_words(&[]), 0);
+    }
+
+    #[test]
+    fn records_widen_with_zeros_where_asked() {
+        // Two records of [a, b, round]: two zeros after the values.
+        let data = [1, 2, 9, 3, 4, 8];
+        assert_eq!(
+            widen_records(&data, 2, 3, 2, 2),
+            vec![1, 2, 0, 0, 9, 3, 4, 0, 0, 8]
+        );
+        // At the end; and records of no words at all.
+        assert_eq!(widen_records(&[5, 6], 2, 1, 1, 1), vec![5, 0, 6, 0]);
+        assert_eq!(widen_records(&[], 3, 0, 0, 2), vec![0; 6]);
+    }
 
     #[test]
     fn vectors_grow_by_a_quarter() {
