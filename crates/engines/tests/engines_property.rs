@@ -263,7 +263,9 @@ fn run_case(
         }
         let net = difference(&prev_full, &want_full).len() as u64;
         if let Err(e) = result {
-            let limit = limit.expect("only a limit refuses a commit");
+            let Some(limit) = limit else {
+                panic!("only a limit refuses a commit; {engine_name} refused commit {n}: {e}");
+            };
             prop_assert!(e.limit().is_some(), "{}: {}", engine_name, e);
             prop_assert!(
                 net > limit || engine_name == "diff",

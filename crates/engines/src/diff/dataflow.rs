@@ -9,6 +9,7 @@ use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
+use super::mirror::{Part, lock};
 use super::step::{Emit, emit, head};
 use super::types::{Inner, Mult, Row, Sub, bucket, reserve_quarter};
 use differential_dataflow::VecCollection;
@@ -17,6 +18,7 @@ use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine, ValBuilder, ValSpine};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -54,8 +56,12 @@ pub(crate) struct Handles<R: Row> {
     /// [`super::Role::Leader`]); the probe covers their arrival at every worker.
     pub tables: timely::dataflow::operators::vec::input::Handle<u32, Vec<TableEntry>>,
     pub probe: ProbeHandle<u32>,
-    /// Changes of the materialization seen by this worker since the last drain.
+    /// Changes of the materialization seen by this worker since the last drain, when
+    /// the commit records them (see [`super::mirror::Mode`]).
     pub output: Rc<RefCell<Vec<(R, Mult)>>>,
+    /// This worker's part of the handle's copy of the materialization, which it updates
+    /// as its changes leave the loop (module `mirror`).
+    pub mirror: Arc<Mutex<Part>>,
     /// Highest round seen per level since the last drain.
     pub rounds: Rc<RefCell<Vec<u32>>>,
     /// The addresses of the operators that hold arrangements, to wake for background
@@ -72,7 +78,8 @@ pub(crate) fn build<R: Row>(
     stages: usize,
     buckets: u32,
     gather: bool,
-    changes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    changes: Arc<std::sync::atomic::AtomicU64>,
+    mirror: Arc<Mutex<Part>>,
 ) -> Handles<R> {
     worker.dataflow::<u32, _, _>(|scope| {
         let (facts_in, base) = scope.new_collection::<R, Mult>();
@@ -320,11 +327,20 @@ pub(crate) fn build<R: Row>(
             }
         }));
         let out = output.clone();
+        let part = mirror.clone();
         let (probe, _) = result
             .inspect_batch(move |_, data| {
-                let mut out = out.borrow_mut();
-                reserve_quarter(&mut out, data.len());
-                out.extend(data.iter().map(|(d, _, r)| (*d, *r)));
+                let mut part = lock(&part);
+                if part.mode.apply {
+                    for (d, _, r) in data {
+                        part.change(d.as_ref(), *r);
+                    }
+                }
+                if part.mode.record {
+                    let mut out = out.borrow_mut();
+                    reserve_quarter(&mut out, data.len());
+                    out.extend(data.iter().map(|(d, _, r)| (*d, *r)));
+                }
             })
             .probe();
         // Each worker adds the entries to its process's tables, then acknowledges to
@@ -340,6 +356,7 @@ pub(crate) fn build<R: Row>(
             tables: tables_in,
             probe,
             output,
+            mirror,
             rounds,
             arrangements,
             meters,

@@ -132,10 +132,14 @@
 //! workers); the [`Diff`] handle lives on the caller's thread and talks to them over
 //! channels (module `runtime`): each commit sends the batch of fact and rule changes,
 //! every worker feeds its share, advances its inputs, steps until its probe passes the
-//! epoch and replies with its output. The handle keeps the base facts (to give insert
-//! and remove set semantics) and a compact mirror of the materialization (per relation a
-//! flat hash set of rows) that answers [`Engine::len`] and [`Engine::facts`] and from
-//! which [`Diff::last_changes`] is made. Dropping the handle shuts the workers down and
+//! epoch and replies. The handle keeps the base facts (to give insert and remove set
+//! semantics) and a compact copy of the materialization (per relation a flat hash set
+//! of rows) that answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`].
+//! The copy is split into one part per worker, and each worker applies its changes to
+//! its part as they leave the loop (module `mirror`), so no commit holds its changes
+//! twice; a commit that a limit may refuse, and one whose changes the caller tracks
+//! ([`Diff::last_changes`]), has the workers also record them, consolidated, for the
+//! handle. Dropping the handle shuts the workers down and
 //! joins them. A failing worker turns into an [`EngineError`], never a panic of the
 //! caller.
 //!
@@ -166,8 +170,9 @@
 //!   its values up to the last non-zero one, its round and multiplicity, flat (18);
 //! * per join stage, the arrangement of the substitutions waiting there (for
 //!   transitive closure, one per `path` fact at the last atom: 31);
-//! * the handle's copy of the materialization (per relation a flat hash set of rows:
-//!   about `4 × arity` bytes plus the table's slack, 19) and its base facts;
+//! * the handle's copy of the materialization (per relation a flat hash set of rows,
+//!   one part per worker: about `4 × arity` bytes plus the table's slack, 19) and its
+//!   base facts;
 //! * per pattern in use, its index entries (for tc, one per edge).
 //!
 //! Diffs are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
@@ -177,8 +182,9 @@
 //! fact, in the consolidation's hash tables until the round completes (head records
 //! are bare rows for that reason), a round's new substitutions wait in their
 //! arrangement's batcher, and the arrangements' merges hold both inputs until their
-//! output is complete. Each worker's changes of a commit reach the handle as the
-//! worker collected them, without a copy. Inputs advance every commit and nothing
+//! output is complete. Each worker applies its changes of a commit to its part of the
+//! handle's copy as they come; none is buffered unless a limit or the caller asks for
+//! them. Inputs advance every commit and nothing
 //! outside the dataflow holds back a trace (the meters' handles release their
 //! compaction), so arrangements compact as the frontier advances, also after rule
 //! changes; idle workers keep merging (`idle_merge_effort`), from 2 ms after a commit
@@ -201,10 +207,11 @@
 //!                          │           ├──→ distinct ─→ steps ─→ types
 //!                          │           │          └──→ types, memory
 //!                          │           └──→ step, compile, types, memory
-//!                          └──→ compile, types, memory, liveness, profile
+//!                          └──→ compile, types, memory, mirror, liveness, profile
 //! ```
 //!
-//! (`mod.rs` also reads `compile`, `types` and `memory`; `compile` uses the crate's
+//! (`mod.rs` also reads `compile`, `types`, `memory` and `mirror`; `dataflow` writes
+//! to `mirror`; `compile` uses the crate's
 //! `rules::names` for its printed form, nothing of `diff`; `memory` is a leaf.)
 //!
 //! * `types`: the vocabulary of the circuit (the `Row` trait and its widths, `Mult`,
@@ -219,7 +226,8 @@
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
 //! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:
-//!   leaves it uses.
+//!   leaves it uses; `mirror`: the handle's copy of the materialization, in the parts
+//!   the workers update.
 
 mod compile;
 mod consolidate;
@@ -228,6 +236,7 @@ mod distinct;
 mod entries;
 mod liveness;
 mod memory;
+mod mirror;
 mod profile;
 mod runtime;
 mod step;
@@ -242,6 +251,7 @@ use crate::{
 pub(crate) use compile::explain;
 use compile::{Registry, Shape};
 use dynalog_analysis::{Program, RelId, Value};
+use mirror::{Mirror, Mode, net_change};
 pub(crate) use runtime::Role;
 use runtime::{Batch, Changes, Runtime};
 pub use runtime::{Cluster, ConnectHook, bytes_sent};
@@ -272,8 +282,9 @@ pub struct Diff {
     /// Base facts per relation (staged changes not applied); before the first commit,
     /// the program's inline facts, not yet fed to the dataflow.
     base: Vec<FlatSet>,
-    /// The materialization per relation, as of the last commit.
-    mirror: Vec<FlatSet>,
+    /// The materialization per relation, as of the last commit, in one part per worker
+    /// that the workers update (module `mirror`).
+    mirror: Mirror,
     /// What is staged since the last commit.
     staging: Staging,
     last_changes: Vec<(RelId, Vec<Value>, isize)>,
@@ -297,22 +308,6 @@ pub struct Diff {
     limits: Limits,
     /// Whether a commit succeeded (before, the base facts are not in the dataflow).
     committed: bool,
-}
-
-/// The number of facts in one of `old` and `new` but not the other.
-fn net_change(old: &[FlatSet], new: &[FlatSet]) -> u64 {
-    // The facts of `a` that `b` lacks, over all relations.
-    let missing = |a: &[FlatSet], b: &[FlatSet]| -> usize {
-        let empty = FlatSet::new(0);
-        a.iter()
-            .enumerate()
-            .map(|(rel, set)| {
-                let other = b.get(rel).unwrap_or(&empty);
-                set.iter().filter(|t| !other.contains(t)).count()
-            })
-            .sum()
-    };
-    (missing(old, new) + missing(new, old)) as u64
 }
 
 /// Refuse a program with string functors, or rules that build or take apart records,
@@ -384,6 +379,8 @@ impl Diff {
     ) -> Result<Follower, EngineError> {
         let shape = compile::shape(program);
         let registry = Registry::default();
+        // Its workers receive no output (process 0 gathers it): an empty copy.
+        let mirror = Mirror::new(workers.max(1), std::iter::empty());
         let runtime = start_runtime(
             shape,
             workers.max(1),
@@ -391,6 +388,7 @@ impl Diff {
             IDLE_MERGE_EFFORT,
             Some(&cluster),
             Role::Follower,
+            &mirror,
         )
         .map_err(EngineError::Failed)?;
         Ok(Follower { runtime })
@@ -448,7 +446,7 @@ impl Diff {
             sent_rules: FxHashMap::default(),
             rules_dirty: true,
             base: Vec::new(),
-            mirror: Vec::new(),
+            mirror: Mirror::new(workers.max(1), std::iter::empty()),
             staging: Staging::default(),
             last_changes: Vec::new(),
             track: false,
@@ -470,7 +468,10 @@ impl Diff {
             .apply(&mut diff.base, live, false, |_, _, _| {});
         diff.staging.finish();
         let shape = compile::shape(&diff.program);
-        diff.runtime = Some(diff.start(shape).map_err(EngineError::Failed)?);
+        diff.runtime = Some(
+            diff.start(shape, &diff.mirror)
+                .map_err(EngineError::Failed)?,
+        );
         Ok(diff)
     }
 
@@ -500,7 +501,7 @@ impl Diff {
         while self.base.len() < self.program.relations.len() {
             let arity = self.program.relations[self.base.len()].arity();
             self.base.push(FlatSet::new(arity));
-            self.mirror.push(FlatSet::new(arity));
+            self.mirror.push_relation(arity);
         }
         self.rules_dirty = true;
     }
@@ -527,12 +528,11 @@ impl Diff {
 
     /// Whether a fact is in the materialization (as of the last commit).
     pub fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
-        self.mirror
-            .get(relation as usize)
-            .is_some_and(|s| s.contains(tuple))
+        self.mirror.contains(relation as usize, tuple)
     }
 
-    fn start(&self, shape: Shape) -> Result<Runtime, String> {
+    /// Start workers that keep `mirror`.
+    fn start(&self, shape: Shape, mirror: &Mirror) -> Result<Runtime, String> {
         start_runtime(
             shape,
             self.workers,
@@ -540,6 +540,7 @@ impl Diff {
             self.idle_merge_effort,
             self.cluster.as_ref(),
             self.role,
+            mirror,
         )
     }
 
@@ -647,17 +648,38 @@ impl Diff {
         // The first commit and a rebuild feed every base fact, the others the changes.
         let feed_all = rebuild || !self.committed;
         let saved_base = (limited && feed_all).then(|| self.base.clone());
+        // A rebuilt dataflow fills a new copy of the materialization, which replaces the
+        // old one if the commit succeeds.
+        let mut fresh = None;
         if rebuild {
             // Stop the old workers first (drop joins them), then start anew.
             self.runtime = None;
-            self.runtime = Some(self.start(shape)?);
+            let arities = self.program.relations.iter().map(|r| r.arity());
+            let mirror = Mirror::new(self.workers, arities);
+            self.runtime = Some(self.start(shape, &mirror)?);
+            fresh = Some(mirror);
             self.sent_rules.clear();
         }
+        // The workers apply the changes to the copy as they come, unless a limit may
+        // refuse the commit: then they record them, and they are applied below once
+        // it is accepted. Recorded as well when the caller wants them.
+        let mode = if rebuild {
+            Mode {
+                apply: true,
+                record: false,
+            }
+        } else {
+            Mode {
+                apply: !limited,
+                record: limited || self.track,
+            }
+        };
         let width = self.runtime.as_ref().map_or(4, |rt| rt.width);
         let mut batch = Batch {
             epoch: self.epoch,
             max_changes: limits.max_changes,
             deadline: limits.max_time.map(|t| started + t),
+            mode,
             ..Batch::default()
         };
         if let Some(want) = want {
@@ -727,18 +749,20 @@ impl Diff {
         };
         let batch = Arc::new(batch);
         let mut out = rt.commit(batch.clone())?;
+        if out.aborted == 0
+            && let Some(e) = fresh.as_ref().unwrap_or(&self.mirror).take_error()
+        {
+            return Err(e);
+        }
         // A rebuilt dataflow counted the facts of the new materialization, not the
         // change from the old one (whose deletions it never saw): count that here.
-        let mut fresh = None;
-        if rebuild && out.aborted == 0 {
-            let sets = self.fresh_sets(&out.changes)?;
-            if let Some(max) = limits.max_changes
-                && self.committed
-                && net_change(&self.mirror, &sets) > max
-            {
-                out.aborted = 1;
-            }
-            fresh = Some(sets);
+        if let Some(fresh) = &fresh
+            && out.aborted == 0
+            && let Some(max) = limits.max_changes
+            && self.committed
+            && net_change(&self.mirror, fresh) > max
+        {
+            out.aborted = 1;
         }
         if out.aborted != 0 {
             // Put the base facts and the rules sent back as they were.
@@ -770,7 +794,8 @@ impl Diff {
         self.epoch += 1;
         self.rounds = out.rounds;
         match fresh {
-            Some(sets) => self.replace_mirror(sets),
+            Some(fresh) => self.replace_mirror(fresh),
+            None if mode.apply => self.record(out.changes)?,
             None => self.apply(out.changes)?,
         }
         Ok(None)
@@ -800,89 +825,55 @@ impl Diff {
         Ok(())
     }
 
-    /// The materialization a rebuilt dataflow produced (its whole output).
-    fn fresh_sets(&self, changes: &[Box<dyn Changes>]) -> Result<Vec<FlatSet>, String> {
-        let mut fresh: Vec<FlatSet> = self
-            .program
-            .relations
-            .iter()
-            .map(|r| FlatSet::new(r.arity()))
-            .collect();
-        for worker in changes {
-            for i in 0..worker.len() {
-                let (r, d) = (worker.row(i), worker.diff(i));
-                let rel = r[0] as usize;
-                let Some(set) = fresh.get_mut(rel) else {
-                    return Err(format!("output of unknown relation {rel}"));
-                };
-                if d != 1 || !set.insert(&r[1..1 + set_arity(&self.program, rel)]) {
-                    return Err(format!("inconsistent output count {d}"));
-                }
-            }
-        }
-        Ok(fresh)
-    }
-
     /// After a rebuild: the new materialization replaces the mirror; the changes are
     /// the difference of the two.
-    fn replace_mirror(&mut self, fresh: Vec<FlatSet>) {
+    fn replace_mirror(&mut self, fresh: Mirror) {
         self.last_changes.clear();
         if self.track {
-            let empty = FlatSet::new(0);
-            for (rel, old) in self.mirror.iter().enumerate() {
-                let new = fresh.get(rel).unwrap_or(&empty);
-                for t in old.iter().filter(|t| !new.contains(t)) {
-                    self.last_changes.push((rel as RelId, t.to_vec(), -1));
-                }
-            }
-            for (rel, new) in fresh.iter().enumerate() {
-                let old = self.mirror.get(rel).unwrap_or(&empty);
-                for t in new.iter().filter(|t| !old.contains(t)) {
-                    self.last_changes.push((rel as RelId, t.to_vec(), 1));
-                }
-            }
+            let changes = &mut self.last_changes;
+            self.mirror.missing_from(&fresh, &mut |rel, t| {
+                changes.push((rel as RelId, t.to_vec(), -1))
+            });
+            fresh.missing_from(&self.mirror, &mut |rel, t| {
+                changes.push((rel as RelId, t.to_vec(), 1))
+            });
         }
         self.mirror = fresh;
         self.finish_truncate();
     }
 
-    /// Apply the workers' output (the changes of an incremental commit) to the mirror.
-    fn apply(&mut self, changes: Vec<Box<dyn Changes>>) -> Result<(), String> {
+    /// Apply the workers' recorded changes (of an incremental commit that a limit
+    /// could have refused) to the copy, each to its worker's part.
+    fn apply(&mut self, changes: Vec<(usize, Box<dyn Changes>)>) -> Result<(), String> {
         // Consolidated by the workers (see `runtime::Output`): one change per fact. A
-        // fact changed twice would fail the checks below, never pass silently. Each
-        // worker's changes are freed once applied.
-        self.last_changes.clear();
-        for worker in changes {
+        // fact changed twice would fail the checks of `Mirror::change`, never pass
+        // silently. Each worker's changes are freed once applied.
+        for (part, worker) in &changes {
             for i in 0..worker.len() {
-                self.apply_one(worker.row(i), worker.diff(i))?;
+                self.mirror.change(*part, worker.row(i), worker.diff(i))?;
+            }
+        }
+        self.record(changes)
+    }
+
+    /// The last commit's changes, from the workers' records (already applied to the
+    /// copy), if the caller tracks them.
+    fn record(&mut self, changes: Vec<(usize, Box<dyn Changes>)>) -> Result<(), String> {
+        self.last_changes.clear();
+        if self.track {
+            for (_, worker) in changes {
+                for i in 0..worker.len() {
+                    let r = worker.row(i);
+                    let rel = r[0] as usize;
+                    let Some(tuple) = self.mirror.arity(rel).and_then(|a| r.get(1..1 + a)) else {
+                        return Err(format!("output of unknown relation {rel}"));
+                    };
+                    self.last_changes
+                        .push((rel as RelId, tuple.to_vec(), worker.diff(i)));
+                }
             }
         }
         self.finish_truncate();
-        Ok(())
-    }
-
-    /// Apply one change of the workers' output to the mirror.
-    fn apply_one(&mut self, r: &[u32], d: isize) -> Result<(), String> {
-        let rel = r[0] as usize;
-        let Some(set) = self.mirror.get_mut(rel) else {
-            return Err(format!("output of unknown relation {rel}"));
-        };
-        let Some(tuple) = r.get(1..1 + set.arity()) else {
-            return Err(format!("output row too narrow for relation {rel}"));
-        };
-        let ok = match d {
-            1 => set.insert(tuple),
-            -1 => set.remove(tuple),
-            _ => false,
-        };
-        if !ok {
-            return Err(format!(
-                "inconsistent output: change {d} of a fact of relation #{rel}"
-            ));
-        }
-        if self.track {
-            self.last_changes.push((rel as RelId, tuple.to_vec(), d));
-        }
         Ok(())
     }
 }
@@ -895,10 +886,6 @@ impl Diff {
             self.mirror.truncate(n);
         }
     }
-}
-
-fn set_arity(program: &Program, rel: usize) -> usize {
-    program.relations.get(rel).map_or(0, |r| r.arity())
 }
 
 impl Engine for Diff {
@@ -986,7 +973,7 @@ impl Engine for Diff {
         };
         let (records, bytes) = sets(&self.base);
         usage.add("base facts (handle)", records, bytes);
-        let (records, bytes) = sets(&self.mirror);
+        let (records, bytes) = self.mirror.usage();
         usage.add("materialization (handle)", records, bytes);
         let changes = self.last_changes.len() as u64;
         let bytes = memory::vec_bytes(&self.last_changes)
@@ -1044,7 +1031,7 @@ impl Engine for Diff {
                         .map(|&r| self.program.relations[r].name.clone())
                         .collect(),
                     iterations: self.rounds.get(level as usize).copied().unwrap_or(0) as usize,
-                    facts: rels.iter().map(|&r| self.mirror[r].len()).sum(),
+                    facts: rels.iter().map(|&r| self.mirror.len(r)).sum(),
                     elapsed: if level == 0 {
                         elapsed
                     } else {
@@ -1061,24 +1048,21 @@ impl Engine for Diff {
     }
 
     fn len(&self, relation: RelId) -> usize {
-        self.mirror.get(relation as usize).map_or(0, |s| s.len())
+        self.mirror.len(relation as usize)
     }
 
     fn facts(&self, relation: RelId) -> Vec<Vec<Value>> {
+        let mut facts = Vec::with_capacity(self.len(relation));
         self.mirror
-            .get(relation as usize)
-            .map_or_else(Vec::new, |s| s.iter().map(|t| t.to_vec()).collect())
+            .for_each(relation as usize, &mut |t| facts.push(t.to_vec()));
+        facts
     }
 
     /// Straight from the mirror's flat rows: a vector per fact, as [`Engine::facts`]
     /// makes, was the peak of writing a large output (tc-gnp5000: 24.7M vectors, about
     /// 1 GB, on top of the materialization).
     fn for_each_fact(&self, relation: RelId, f: &mut dyn FnMut(&[Value])) {
-        if let Some(set) = self.mirror.get(relation as usize) {
-            for t in set.iter() {
-                f(t);
-            }
-        }
+        self.mirror.for_each(relation as usize, f);
     }
 }
 
@@ -1090,6 +1074,7 @@ fn start_runtime(
     idle_merge_effort: Option<isize>,
     cluster: Option<&Cluster>,
     role: Role,
+    mirror: &Mirror,
 ) -> Result<Runtime, String> {
     let Some(&width) = types::WIDTHS.iter().find(|&&w| w >= shape.width) else {
         return Err(format!(
@@ -1107,6 +1092,7 @@ fn start_runtime(
         idle_merge_effort,
         cluster,
         role,
+        mirror.parts(),
     )
 }
 

@@ -4,22 +4,24 @@
 //! Protocol: for each commit the handle sends every worker the same [`Batch`] (fact and
 //! rule changes) and unparks it; each worker feeds its share (facts `i` with
 //! `i % peers == index`, rules on worker 0 only), advances its inputs to the next
-//! epoch, steps until the probe passes it, and replies with the changes of the
-//! materialization its part of the dataflow produced. Between commits a worker keeps
+//! epoch, steps until the probe passes it (applying the changes of the materialization
+//! that reach it to its part of the handle's copy as they come, module `mirror`), and
+//! replies with its rounds, and the changes if the commit records them. Between commits a worker keeps
 //! stepping while its arrangements have merge work to do (`idle_merge_effort`), then
 //! parks until the handle unparks it.
 
 use super::compile::{Shared, TableEntry, Tables};
 use super::dataflow::build;
 use super::memory::Usage;
+use super::mirror::{Mode, Part, lock};
 use super::types::{Mult, Row};
 use crate::MemoryUsage;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 use timely::communication::WorkerGuards;
@@ -43,6 +45,8 @@ pub(crate) struct Batch {
     /// ... or at this time (the workers then reply [`Reply::Aborted`]; the dataflow is
     /// left mid-commit and must be dropped).
     pub deadline: Option<Instant>,
+    /// What the workers do with the changes that leave the loop.
+    pub mode: Mode,
 }
 
 /// What the workers of a process share about the commit in progress.
@@ -98,10 +102,12 @@ impl<R: Row> Changes for Vec<(R, Mult)> {
 /// What the workers produced for one commit.
 #[derive(Default)]
 pub(crate) struct Output {
-    /// Each worker's changes. Each worker consolidates its own, and every change of a
-    /// fact reaches one worker (the one its `distinct` runs on, or worker 0 when the
-    /// output is gathered), so each row appears once, with a non-zero diff.
-    pub changes: Vec<Box<dyn Changes>>,
+    /// Each worker's changes, when the commit records them ([`Mode::record`]), with
+    /// the worker's local index (its part of the copy). Each worker consolidates its
+    /// own, and every change of a fact reaches one worker (the one its `distinct` runs
+    /// on, or worker 0 when the output is gathered), so each row appears once, with a
+    /// non-zero diff.
+    pub changes: Vec<(usize, Box<dyn Changes>)>,
     /// Rounds per level (the most of any worker).
     pub rounds: Vec<u32>,
     /// A limit stopped the commit: 1 too many changes, 2 too late. The dataflow is
@@ -118,7 +124,9 @@ pub(crate) enum Cmd {
 
 pub(crate) enum Reply {
     Done {
-        /// The worker's changes.
+        /// The worker's local index.
+        worker: usize,
+        /// The worker's changes (none unless the commit records them).
         changes: Box<dyn Changes>,
         /// Rounds per level.
         rounds: Vec<u32>,
@@ -148,7 +156,9 @@ pub(crate) struct Runtime {
 
 impl Runtime {
     /// Start `workers` threads with a dataflow for rows of `width` (one of
-    /// [`super::types::WIDTHS`]) and `stages` join stages.
+    /// [`super::types::WIDTHS`]) and `stages` join stages; worker `i` keeps `parts[i]`
+    /// of the handle's copy.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         workers: usize,
         width: usize,
@@ -157,14 +167,16 @@ impl Runtime {
         idle_merge_effort: Option<isize>,
         cluster: Option<&Cluster>,
         role: Role,
+        parts: &[Arc<Mutex<Part>>],
     ) -> Result<Runtime, String> {
         let e = idle_merge_effort;
         let c = cluster.cloned();
+        let p = parts.to_vec();
         match width {
-            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c, role),
-            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c, role),
-            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c, role),
-            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c, role),
+            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c, role, p),
+            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c, role, p),
+            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c, role, p),
+            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c, role, p),
             _ => Err(format!("unsupported row width {width}")),
         }
     }
@@ -277,8 +289,12 @@ impl Runtime {
             },
         };
         match received {
-            Ok(Reply::Done { changes, rounds }) => Ok(Output {
-                changes: vec![changes],
+            Ok(Reply::Done {
+                worker,
+                changes,
+                rounds,
+            }) => Ok(Output {
+                changes: vec![(worker, changes)],
                 rounds,
                 aborted: 0,
             }),
@@ -344,8 +360,15 @@ fn start_typed<R: Row>(
     idle_merge_effort: Option<isize>,
     cluster: Option<Cluster>,
     role: Role,
+    parts: Vec<Arc<Mutex<Part>>>,
 ) -> Result<Runtime, String> {
     let workers = workers.max(1);
+    if parts.len() != workers {
+        return Err(format!(
+            "{} parts of the copy for {workers} workers",
+            parts.len()
+        ));
+    }
     let (mut senders, mut receivers) = (Vec::new(), Vec::new());
     for _ in 0..workers {
         let (tx, rx) = unbounded::<Cmd>();
@@ -384,9 +407,9 @@ fn start_typed<R: Row>(
     let body = move |worker: &mut Worker| {
         let index = worker.index();
         let _ = thread_tx.send((index, std::thread::current()));
-        let Some(rx) = index
+        let Some((rx, part)) = index
             .checked_sub(first)
-            .and_then(|local| receivers.get(local).cloned())
+            .and_then(|local| Some((receivers.get(local).cloned()?, parts.get(local).cloned()?)))
         else {
             return;
         };
@@ -404,6 +427,7 @@ fn start_typed<R: Row>(
             shared.clone(),
             setup,
             worker_control.clone(),
+            part,
         );
     };
     // Connecting to the other processes blocks until every peer is there: do it on a
@@ -630,6 +654,7 @@ fn run_worker<R: Row>(
     shared: Arc<Shared>,
     setup: Setup,
     control: Arc<Control>,
+    part: Arc<Mutex<Part>>,
 ) {
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };
@@ -643,6 +668,7 @@ fn run_worker<R: Row>(
         buckets,
         setup.gather,
         control.changes.clone(),
+        part,
     );
     if setup.role == Role::Follower {
         follow(worker, handles, &rx, &reply);
@@ -663,6 +689,7 @@ fn run_worker<R: Row>(
             Ok(Cmd::Commit(batch)) => {
                 IDLE.set(false);
                 let result = catch_unwind(AssertUnwindSafe(|| {
+                    lock(&handles.mirror).mode = batch.mode;
                     let width = R::default().as_ref().len();
                     if index == 0 && !batch.tables.is_empty() {
                         handles.tables.send(batch.tables.clone());
@@ -742,6 +769,7 @@ fn run_worker<R: Row>(
                     if let Some(profile) = profile.as_ref().filter(|p| p.each_commit) {
                         profile.report(worker, &format!("commit {}", batch.epoch));
                     }
+                    lock(&handles.mirror).settle();
                     let mut out = std::mem::take(&mut *handles.output.borrow_mut());
                     // A fact may change more than once within a commit (emitted at one
                     // round, retracted at a later one): sum its changes here, on the
@@ -749,6 +777,7 @@ fn run_worker<R: Row>(
                     consolidate(&mut out);
                     let rounds = std::mem::take(&mut *handles.rounds.borrow_mut());
                     Reply::Done {
+                        worker: index - setup.first,
                         changes: Box::new(out),
                         rounds,
                     }
@@ -844,6 +873,7 @@ fn follow<R: Row>(
     }));
     let msg = match result {
         Ok(_) => Reply::Done {
+            worker: 0,
             changes: Box::new(Vec::<(R, Mult)>::new()),
             rounds: Vec::new(),
         },
