@@ -19,7 +19,8 @@ use clap::{Args, Subcommand};
 use dynalog_analysis::Value;
 use dynalog_io::rdf::{self, NTriplesWriter, RdfOptions, TripleShapes};
 use dynalog_syntax::SourceFile;
-use std::collections::{BTreeMap, HashSet};
+use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -131,7 +132,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     }
 
     // The input triples, to tell inferred ones apart.
-    let mut input: HashSet<[Value; 3]> = HashSet::new();
+    let mut input: FxHashSet<[Value; 3]> = FxHashSet::default();
     if !args.all {
         for (rel, tuples) in &load.batches {
             for (_, shape) in shapes.shapes.iter().filter(|(r, _)| r == rel) {
@@ -167,7 +168,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     };
 
     let write_started = Instant::now();
-    let mut triples: HashSet<[Value; 3]> = HashSet::new();
+    let mut triples: FxHashSet<[Value; 3]> = FxHashSet::default();
     for (rel, shape) in &shapes.shapes {
         engine.for_each_fact(*rel, &mut |t| {
             let triple = shapes.triple(*shape, t);
@@ -176,31 +177,29 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             }
         });
     }
+    drop(input);
+    let mut triples: Vec<[Value; 3]> = triples.into_iter().collect();
     // Each symbol is checked and rendered once.
     let mut writer = NTriplesWriter::new(&engine.program().symbols);
-    let mut lines: Vec<(String, Value)> = Vec::with_capacity(triples.len());
+    sort_as_lines(&mut triples, &mut writer);
     let mut unwritable = 0usize;
     let mut first_unwritable = None;
-    for triple in triples {
-        match writer.line(triple) {
-            Ok(l) => lines.push((l, triple[1])),
-            Err(e) => {
-                unwritable += 1;
-                first_unwritable.get_or_insert(e);
+    // Triples written per predicate.
+    let mut written: BTreeMap<Value, usize> = BTreeMap::new();
+    let mut write = |out: &mut dyn Write| -> std::io::Result<()> {
+        let mut line = String::new();
+        for &triple in &triples {
+            match writer.line_into(triple, &mut line) {
+                Ok(()) => {
+                    line.push('\n');
+                    out.write_all(line.as_bytes())?;
+                    *written.entry(triple[1]).or_default() += 1;
+                }
+                Err(e) => {
+                    unwritable += 1;
+                    first_unwritable.get_or_insert(e);
+                }
             }
-        }
-    }
-    lines.sort_unstable();
-    if unwritable > 0 {
-        eprintln!(
-            "warning: {unwritable} fact(s) are not RDF triples and were not written; the first: {}",
-            first_unwritable.map(|e| e.to_string()).unwrap_or_default()
-        );
-    }
-    let write = |out: &mut dyn Write| -> std::io::Result<()> {
-        for (line, _) in &lines {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
         }
         out.flush()
     };
@@ -221,6 +220,12 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             }
         }
     }
+    if unwritable > 0 {
+        eprintln!(
+            "warning: {unwritable} fact(s) are not RDF triples and were not written; the first: {}",
+            first_unwritable.map(|e| e.to_string()).unwrap_or_default()
+        );
+    }
     let write_time = write_started.elapsed();
 
     if args.stats {
@@ -239,12 +244,12 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         eprintln!("output: {:.3} s", write_time.as_secs_f64());
         eprintln!(
             "{} triples written ({}):",
-            lines.len(),
+            written.values().sum::<usize>(),
             if args.all { "all" } else { "inferred" }
         );
         let mut per_predicate: BTreeMap<Arc<str>, usize> = BTreeMap::new();
-        for (_, pred) in &lines {
-            *per_predicate.entry(p.symbols.resolve(*pred)).or_default() += 1;
+        for (pred, n) in written {
+            *per_predicate.entry(p.symbols.resolve(pred)).or_default() += n;
         }
         for (pred, n) in per_predicate {
             eprintln!("  {n}\t{pred}");
@@ -258,4 +263,115 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Sort triples in the order of their N-Triples lines, without making the lines: by the
+/// ranks of the rendered terms of subject, predicate and object (symbols that render
+/// alike share a rank). A line is `s p o .`, so two lines compare as their subjects'
+/// terms do, unless one term is a prefix of the other: then the separator, a space, is
+/// compared with a character of the longer term, which in N-Triples is above a space
+/// (control characters are escaped; a literal's spaces are inside its quotes, after
+/// which no shorter term can end), so the shorter term's line comes first, as its rank
+/// does. `follows_lines` checks that on the terms at hand; if it fails, the lines are
+/// sorted as text. (Sorting the lines themselves compared long common IRI prefixes over
+/// and over: on LUBM(50), 2.4M inferred triples, half of the writing time.)
+fn sort_as_lines(triples: &mut [[Value; 3]], writer: &mut NTriplesWriter<'_>) {
+    let mut used: Vec<Value> = triples.iter().flatten().copied().collect();
+    used.sort_unstable();
+    used.dedup();
+    for &v in &used {
+        writer.render(v);
+    }
+    let writer = &*writer;
+    // Unrenderable symbols (their triples are not written) rank first, as "".
+    let text = |v: Value| writer.rendered(v).unwrap_or("");
+    used.sort_by(|&a, &b| text(a).cmp(text(b)));
+    let texts: Vec<&str> = used.iter().map(|&v| text(v)).collect();
+    if !follows_lines(&texts) {
+        triples.sort_by_cached_key(|&t| format!("{} {} {} .", text(t[0]), text(t[1]), text(t[2])));
+        return;
+    }
+    let mut rank = rustc_hash::FxHashMap::default();
+    rank.reserve(used.len());
+    let mut r = 0u32;
+    for (i, &v) in used.iter().enumerate() {
+        if i > 0 && texts[i] != texts[i - 1] {
+            r += 1;
+        }
+        rank.insert(v, r);
+    }
+    triples.sort_unstable_by_key(|t| t.map(|v| rank.get(&v).copied().unwrap_or(0)));
+}
+
+/// Whether, in `sorted` terms, no term is followed by one that extends it with a
+/// character at or below the space. It is enough to look at neighbours: the terms
+/// between a term and an extension of it all extend it, with a character at that
+/// position no greater than the extension's.
+fn follows_lines(sorted: &[&str]) -> bool {
+    sorted
+        .windows(2)
+        .all(|w| match w[1].as_bytes().strip_prefix(w[0].as_bytes()) {
+            Some([next, ..]) => *next > b' ',
+            _ => true,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynalog_analysis::SymbolTable;
+
+    #[test]
+    fn triples_sort_as_their_lines() {
+        let symbols = SymbolTable::new();
+        let names = [
+            "http://x.org/a",
+            "http://x.org/a1",
+            "http://x.org/a/b",
+            "http://x.org/p",
+            "rdf:type",
+            "http://www.w3.org/1999/02/22-rdf-syntax-ns#type",
+            "_:b",
+            "_:b1",
+            "_:b10",
+            "\"a\"",
+            "\"a\"@en",
+            "\"a\"^^<http://x.org/t>",
+            "\"a b\"",
+            "\"a\\tb\"",
+            "\"\"",
+            "hello",
+        ];
+        let ids: Vec<Value> = names.iter().map(|n| symbols.intern(n)).collect();
+        let mut triples = Vec::new();
+        for &s in &ids {
+            for &p in &ids {
+                for &o in &ids {
+                    triples.push([s, p, o]);
+                }
+            }
+        }
+        // Not in id order to begin with.
+        triples.reverse();
+        let mut writer = NTriplesWriter::new(&symbols);
+        sort_as_lines(&mut triples, &mut writer);
+        let lines: Vec<String> = triples
+            .iter()
+            .filter_map(|&t| writer.line(t).ok())
+            .collect();
+        let mut sorted = lines.clone();
+        sorted.sort();
+        assert!(lines.len() > 500, "{} lines", lines.len());
+        assert_eq!(lines, sorted);
+    }
+
+    #[test]
+    fn a_term_extended_below_the_space_sorts_the_lines_as_text() {
+        assert!(follows_lines(&["<a>", "<b>"]));
+        assert!(follows_lines(&["_:b1", "_:b10", "_:b2"]));
+        assert!(follows_lines(&["\"a\"", "\"a\"@en"]));
+        assert!(!follows_lines(&["ab", "ab c"]));
+        assert!(!follows_lines(&["ab", "ab\tc", "abd"]));
+        assert!(follows_lines(&[]));
+    }
 }

@@ -202,7 +202,15 @@ impl<'a> NTriplesWriter<'a> {
     /// The N-Triples line of `s p o` (with its final ` .`, no newline), or why it
     /// cannot be written: a literal subject, a predicate that is not an IRI, a symbol
     /// that is no RDF term.
-    pub fn line(&mut self, [s, p, o]: [Value; 3]) -> Result<String, TermError> {
+    pub fn line(&mut self, triple: [Value; 3]) -> Result<String, TermError> {
+        let mut line = String::new();
+        self.line_into(triple, &mut line)?;
+        Ok(line)
+    }
+
+    /// [`NTriplesWriter::line`] into `line` (cleared first), reusing its allocation.
+    pub fn line_into(&mut self, [s, p, o]: [Value; 3], line: &mut String) -> Result<(), TermError> {
+        line.clear();
         let (ss, ps) = (self.symbols.resolve(s), self.symbols.resolve(p));
         if ss.starts_with('"') {
             return Err(TermError::LiteralSubject(ss.to_string()));
@@ -211,9 +219,7 @@ impl<'a> NTriplesWriter<'a> {
             return Err(TermError::PredicateNotIri(ps.to_string()));
         }
         for v in [s, p, o] {
-            let symbol = self.symbols.resolve(v);
-            self.rendered[v as usize]
-                .get_or_insert_with(|| symbol_term(&symbol).map(|t| t.to_string()));
+            self.render(v);
         }
         let term = |v: Value| match &self.rendered[v as usize] {
             Some(Ok(text)) => Ok(text.as_str()),
@@ -224,11 +230,29 @@ impl<'a> NTriplesWriter<'a> {
             }),
         };
         let (s, p, o) = (term(s)?, term(p)?, term(o)?);
-        let mut line = String::with_capacity(s.len() + p.len() + o.len() + 4);
+        line.reserve(s.len() + p.len() + o.len() + 4);
         for part in [s, " ", p, " ", o, " ."] {
             line.push_str(part);
         }
-        Ok(line)
+        Ok(())
+    }
+
+    /// Check and render a symbol as a term, once.
+    pub fn render(&mut self, v: Value) {
+        if let Some(slot) = self.rendered.get_mut(v as usize)
+            && slot.is_none()
+        {
+            let symbol = self.symbols.resolve(v);
+            *slot = Some(symbol_term(&symbol).map(|t| t.to_string()));
+        }
+    }
+
+    /// The term of a symbol [`NTriplesWriter::render`] rendered, if it is one.
+    pub fn rendered(&self, v: Value) -> Option<&str> {
+        match self.rendered.get(v as usize) {
+            Some(Some(Ok(text))) => Some(text),
+            _ => None,
+        }
     }
 }
 
