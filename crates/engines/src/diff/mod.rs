@@ -137,10 +137,10 @@
 //! of rows) that answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`].
 //! The copy is split into one part per worker, and each worker applies its changes to
 //! its part as they leave the loop (module `mirror`), so no commit holds its changes
-//! twice; a commit that a limit may refuse, and one whose changes the caller tracks
-//! ([`Diff::last_changes`]), has the workers also record them, consolidated, for the
-//! handle. Dropping the handle shuts the workers down and
-//! joins them. A failing worker turns into an [`EngineError`], never a panic of the
+//! twice. In a commit that a limit may refuse, the workers record the changes instead
+//! (consolidated), and the handle applies them once the commit is accepted; when the
+//! caller tracks changes ([`Diff::last_changes`]), they record them as well. Dropping
+//! the handle shuts the workers down and joins them. A failing worker turns into an [`EngineError`], never a panic of the
 //! caller.
 //!
 //! # Several processes
