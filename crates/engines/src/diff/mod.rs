@@ -748,7 +748,10 @@ impl Diff {
             return Err("the differential engine has no workers".into());
         };
         let batch = Arc::new(batch);
-        let mut out = rt.commit(batch.clone())?;
+        // Kept only to undo a refused commit: otherwise freed as soon as the workers
+        // have fed it.
+        let kept = limited.then(|| batch.clone());
+        let mut out = rt.commit(batch)?;
         if out.aborted == 0
             && let Some(e) = fresh.as_ref().unwrap_or(&self.mirror).take_error()
         {
@@ -768,7 +771,7 @@ impl Diff {
             // Put the base facts and the rules sent back as they were.
             if let Some(base) = saved_base {
                 self.base = base;
-            } else {
+            } else if let Some(batch) = &kept {
                 for (i, &d) in batch.fact_diffs.iter().enumerate().rev() {
                     let row = &batch.facts[i * width..(i + 1) * width];
                     let rel = row[0] as usize;

@@ -195,6 +195,8 @@ impl Runtime {
             }
             th.unpark();
         }
+        // The workers hold it now (and drop it once fed).
+        drop(batch);
         let mut out = Output::default();
         let Output {
             changes,
@@ -689,6 +691,8 @@ fn run_worker<R: Row>(
             Ok(Cmd::Commit(batch)) => {
                 IDLE.set(false);
                 let result = catch_unwind(AssertUnwindSafe(|| {
+                    // Owned by the closure, to be dropped once fed.
+                    let batch = batch;
                     lock(&handles.mirror).mode = batch.mode;
                     let width = R::default().as_ref().len();
                     if index == 0 && !batch.tables.is_empty() {
@@ -714,12 +718,18 @@ fn run_worker<R: Row>(
                     handles.facts.flush();
                     handles.rules.flush();
                     handles.tables.flush();
+                    // The dataflow has the changes: let the batch go (the last of the
+                    // workers and the handle to drop it frees it; a load's batch holds
+                    // every base fact at the circuit's width).
+                    let (epoch, max_changes, deadline) =
+                        (batch.epoch, batch.max_changes, batch.deadline);
+                    drop(batch);
                     let probe = handles.probe.clone();
                     if let Some(every) = memory_trace {
                         super::profile::trace_memory(worker, &handles.meters, every, || {
                             probe.less_than(&next)
                         });
-                    } else if batch.max_changes.is_none() && batch.deadline.is_none() {
+                    } else if max_changes.is_none() && deadline.is_none() {
                         worker.step_or_park_while(None, || probe.less_than(&next));
                     } else {
                         // Check the limits between steps; wake up now and then to
@@ -728,12 +738,11 @@ fn run_worker<R: Row>(
                             if control.stop.load(Ordering::Relaxed) != 0 {
                                 return true;
                             }
-                            let why = if batch
-                                .max_changes
+                            let why = if max_changes
                                 .is_some_and(|m| control.changes.load(Ordering::Relaxed) > m)
                             {
                                 1
-                            } else if batch.deadline.is_some_and(|d| Instant::now() >= d) {
+                            } else if deadline.is_some_and(|d| Instant::now() >= d) {
                                 2
                             } else {
                                 return false;
@@ -750,9 +759,7 @@ fn run_worker<R: Row>(
                             probe.less_than(&next) && !over()
                         });
                         // The commit may have completed between two checks.
-                        if batch
-                            .max_changes
-                            .is_some_and(|m| control.changes.load(Ordering::Relaxed) > m)
+                        if max_changes.is_some_and(|m| control.changes.load(Ordering::Relaxed) > m)
                         {
                             let _ = control.stop.compare_exchange(
                                 0,
@@ -767,7 +774,7 @@ fn run_worker<R: Row>(
                         }
                     }
                     if let Some(profile) = profile.as_ref().filter(|p| p.each_commit) {
-                        profile.report(worker, &format!("commit {}", batch.epoch));
+                        profile.report(worker, &format!("commit {}", epoch));
                     }
                     lock(&handles.mirror).settle();
                     let mut out = std::mem::take(&mut *handles.output.borrow_mut());
