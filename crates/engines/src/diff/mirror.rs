@@ -249,10 +249,9 @@ impl Mirror {
     pub fn usage(&self) -> (u64, u64) {
         let (mut records, mut bytes) = (0, 0);
         for p in &self.parts {
-            let p = lock(p);
-            records += p.sets.iter().map(|s| s.len() as u64).sum::<u64>();
-            bytes += p.sets.iter().map(FlatSet::heap_bytes).sum::<u64>()
-                + std::mem::size_of_val(&p.sets[..]) as u64;
+            let (r, b) = sets_usage(&lock(p).sets);
+            records += r;
+            bytes += b;
         }
         (records, bytes)
     }
@@ -272,6 +271,14 @@ impl Mirror {
             });
         }
     }
+}
+
+/// (tuples, allocated bytes) of sets of tuples.
+pub(crate) fn sets_usage(sets: &[FlatSet]) -> (u64, u64) {
+    let records = sets.iter().map(|s| s.len() as u64).sum();
+    let bytes =
+        sets.iter().map(FlatSet::heap_bytes).sum::<u64>() + std::mem::size_of_val(sets) as u64;
+    (records, bytes)
 }
 
 /// The number of facts in one of `old` and `new` but not the other.

@@ -968,13 +968,7 @@ impl Engine for Diff {
         if let Some(runtime) = self.runtime.as_mut() {
             runtime.memory(&mut usage).ok()?;
         }
-        let sets = |sets: &[FlatSet]| -> (u64, u64) {
-            let records = sets.iter().map(|s| s.len() as u64).sum();
-            let bytes = sets.iter().map(FlatSet::heap_bytes).sum::<u64>()
-                + std::mem::size_of_val(sets) as u64;
-            (records, bytes)
-        };
-        let (records, bytes) = sets(&self.base);
+        let (records, bytes) = mirror::sets_usage(&self.base);
         usage.add("base facts (handle)", records, bytes);
         let (records, bytes) = self.mirror.usage();
         usage.add("materialization (handle)", records, bytes);
