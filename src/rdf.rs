@@ -291,16 +291,16 @@ fn sort_as_lines(triples: &mut [[Value; 3]], writer: &mut NTriplesWriter<'_>) {
         triples.sort_by_cached_key(|&t| format!("{} {} {} .", text(t[0]), text(t[1]), text(t[2])));
         return;
     }
-    let mut rank = rustc_hash::FxHashMap::default();
-    rank.reserve(used.len());
+    // Indexed by symbol: the sort looks ranks up in every comparison.
+    let mut rank = vec![0u32; used.iter().max().map_or(0, |&v| v as usize + 1)];
     let mut r = 0u32;
     for (i, &v) in used.iter().enumerate() {
         if i > 0 && texts[i] != texts[i - 1] {
             r += 1;
         }
-        rank.insert(v, r);
+        rank[v as usize] = r;
     }
-    triples.sort_unstable_by_key(|t| t.map(|v| rank.get(&v).copied().unwrap_or(0)));
+    triples.sort_unstable_by_key(|t| t.map(|v| rank[v as usize]));
 }
 
 /// Whether, in `sorted` terms, no term is followed by one that extends it with a
