@@ -44,7 +44,7 @@ pub(crate) struct Part {
     sets: Vec<FlatSet>,
     /// The mode of the commit in progress.
     pub mode: Mode,
-    /// Changes of this commit that did not fit the set (`[rel, values..]`, ±1): the
+    /// Changes of this commit that did not fit the set (`[rel, values..]`, diff): the
     /// count of a fact is its presence in the set plus its changes here.
     pending: Vec<(Vec<u32>, isize)>,
     /// The first change that could not be applied (an internal error, reported by
@@ -202,11 +202,11 @@ impl Mirror {
         }
     }
 
-    /// The arity of a relation, if the copy has it.
-    pub fn arity(&self, rel: usize) -> Option<usize> {
-        self.parts
-            .first()
-            .and_then(|p| lock(p).sets.get(rel).map(FlatSet::arity))
+    /// The arity of each relation.
+    pub fn arities(&self) -> Vec<usize> {
+        self.parts.first().map_or_else(Vec::new, |p| {
+            lock(p).sets.iter().map(FlatSet::arity).collect()
+        })
     }
 
     pub fn len(&self, rel: usize) -> usize {
@@ -315,7 +315,7 @@ mod tests {
         all.sort();
         assert_eq!(all, vec![vec![1, 2], vec![3, 4]]);
         assert_eq!(m.take_error(), None);
-        assert_eq!(m.arity(1), Some(1));
+        assert_eq!(m.arities(), vec![2, 1]);
         assert_eq!(m.usage().0, 3);
     }
 

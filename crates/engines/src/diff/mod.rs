@@ -864,11 +864,12 @@ impl Diff {
     fn record(&mut self, changes: Vec<(usize, Box<dyn Changes>)>) -> Result<(), String> {
         self.last_changes.clear();
         if self.track {
+            let arities = self.mirror.arities();
             for (_, worker) in changes {
                 for i in 0..worker.len() {
                     let r = worker.row(i);
                     let rel = r[0] as usize;
-                    let Some(tuple) = self.mirror.arity(rel).and_then(|a| r.get(1..1 + a)) else {
+                    let Some(tuple) = arities.get(rel).and_then(|&a| r.get(1..1 + a)) else {
                         return Err(format!("output of unknown relation {rel}"));
                     };
                     self.last_changes
