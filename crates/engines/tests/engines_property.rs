@@ -1,7 +1,7 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
 //! string functors that make and read symbols, `autoinc()`, `choice-domain`,
-//! subsumption, records and algebraic data types built
+//! subsumption (also in a recursive relation), records and algebraic data types built
 //! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
 //! of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
@@ -27,7 +27,7 @@ const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number
 .decl k(a: number, b: number) eqrel\n.decl w(a: symbol, b: number)\n\
 .type L = [h: number, t: L]\n.type T = A {x: number} | B {l: T, r: T} | C {}\n\
 .decl rl(x: L)\n.decl tr(x: T, n: number)\n\
-.decl ch(a: number, b: number) choice-domain a\n.decl sb(a: number, b: number)\n\
+.decl ch(a: number, b: number) choice-domain a\n.decl sb(a: number, b: number)\n.decl sp(a: number, b: number)\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -113,6 +113,13 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 pool.push("sb(x, y1) <= sb(x, y2) :- y1 < y2.".into());
                 pool.push("sb(x1, y) <= sb(x2, y) :- x1 = x2 + 1.".into());
                 pool.push("t(x, y) :- sb(x, y).".into());
+                // Shortest paths: a recursive relation with subsumption (bounded, so
+                // finite without its subsumption rule too), read by a negation above.
+                pool.push("sp(x, 0) :- u(x).".into());
+                pool.push("sp(y, d + 1) :- sp(x, d), e(x, y), d < 6.".into());
+                pool.push("sp(x + 1, d + w) :- sp(x, d), f(x, w), d < 6.".into());
+                pool.push("sp(x, d1) <= sp(x, d2) :- d2 <= d1.".into());
+                pool.push("s(x, d) :- sp(x, d), !q(x, d).".into());
             }
             if arith {
                 pool.push("t(x + y, x * 2 - 1) :- p(x, y), x != 3.".into());
@@ -262,13 +269,46 @@ fn run_case(
             }
         }
         let net = difference(&prev_full, &want_full).len() as u64;
+        // The candidates of a recursive relation with subsumption, and so its dominated
+        // ones, depend on the order of evaluation (`dynalog_analysis::Subsumed`): each
+        // engine counts its own towards the limit. The other relations' changes are
+        // the same for all, a lower bound of every engine's count.
+        let subsumption_internals = |p: &Program| -> Vec<usize> {
+            p.strata
+                .iter()
+                .filter(|s| s.subsumption.is_some())
+                .flat_map(|s| s.relations.iter().map(|&r| r as usize))
+                .filter(|&r| p.relations[r].is_internal())
+                .collect()
+        };
+        let uncertain: Vec<usize> = subsumption_internals(&program)
+            .into_iter()
+            .chain(subsumption_internals(&before.0))
+            .collect();
+        let net_at_least = if uncertain.is_empty() {
+            net
+        } else {
+            let certain = |db: &Db| -> Db {
+                db.iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        if uncertain.contains(&i) {
+                            Default::default()
+                        } else {
+                            r.clone()
+                        }
+                    })
+                    .collect()
+            };
+            difference(&certain(&prev_full), &certain(&want_full)).len() as u64
+        };
         if let Err(e) = result {
             let Some(limit) = limit else {
                 panic!("only a limit refuses a commit; {engine_name} refused commit {n}: {e}");
             };
             prop_assert!(e.limit().is_some(), "{}: {}", engine_name, e);
             prop_assert!(
-                net > limit || engine_name == "diff",
+                net > limit || engine_name == "diff" || !uncertain.is_empty(),
                 "{}: commit {} refused with {} changes, under the limit {}",
                 engine_name,
                 n,
@@ -293,11 +333,11 @@ fn run_case(
         }
         if let Some(limit) = limit {
             prop_assert!(
-                net <= limit,
+                net_at_least <= limit,
                 "{}: commit {} accepted with {} changes, over the limit {}",
                 engine_name,
                 n,
-                net,
+                net_at_least,
                 limit
             );
         }

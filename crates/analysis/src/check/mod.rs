@@ -267,6 +267,10 @@ fn keep_ids(p: &mut Program, previous: &[Relation]) {
         for r in &mut s.relations {
             map(r);
         }
+        if let Some(sub) = &mut s.subsumption {
+            map(&mut sub.relation);
+            map(&mut sub.dominated);
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! the strata of a checked program, each rule's stratum, or the error at a negated atom
 //! on a cycle).
 
-use crate::ir::{Aggregate, Literal, RelId, Relation, Rule, Stratum};
+use crate::ir::{Aggregate, Literal, RelId, Relation, Rule, Stratum, Subsumed};
 use dynalog_syntax::ast;
 use dynalog_syntax::{Diagnostic, SourceFile, Span};
 
@@ -189,6 +189,31 @@ pub(super) fn stratify(
             ));
         }
         if d.negated && comp_of[d.head] == comp_of[d.body] {
+            let comp = &comps[comp_of[d.head]];
+            if let Some(subsumed) = subsumed_by(relations, d) {
+                // A recursive relation with subsumption: the candidates, the dominated
+                // ones and the relation, and nothing else, are evaluated together.
+                let name = &relations[subsumed].name;
+                let others: Vec<&str> = comp
+                    .iter()
+                    .map(|&r| relations[r].name.as_str())
+                    .filter(|n| !n.starts_with('@') && n != name)
+                    .collect();
+                if others.is_empty() {
+                    continue;
+                }
+                return Err(Diagnostic::at(
+                    file,
+                    rules[d.rule].span,
+                    format!(
+                        "`{name}` has subsumption and depends on itself through `{}`: a \
+                         relation with subsumption may be recursive on its own, not together \
+                         with other relations (which tuples of those survive would depend on \
+                         the order of evaluation)",
+                        others.join("`, `")
+                    ),
+                ));
+            }
             let cycle = path_within(d.body, d.head, &comps[comp_of[d.head]], &deps);
             let mut names: Vec<&str> = vec![relations[d.head].name.as_str()];
             names.extend(cycle.iter().map(|&r| relations[r].name.as_str()));
@@ -231,12 +256,24 @@ pub(super) fn stratify(
             continue;
         }
         let recursive = recursive_comp[ci];
+        let subsumption = deps
+            .iter()
+            .filter(|d| d.negated && comp_of[d.head] == ci && comp_of[d.body] == ci)
+            .find_map(|d| subsumed_by(relations, d))
+            .map(|relation| Subsumed {
+                relation: relation as RelId,
+                dominated: deps
+                    .iter()
+                    .find(|d| d.negated && d.head == relation && comp_of[d.body] == ci)
+                    .map_or(relation, |d| d.body) as RelId,
+            });
         stratum_of_comp[ci] = strata.len();
         strata.push(Stratum {
             relations: comp.iter().map(|&r| r as RelId).collect(),
             rules: rule_ids,
             aggregates: agg_ids,
             recursive,
+            subsumption,
         });
     }
     for rule in rules.iter_mut() {
@@ -246,6 +283,14 @@ pub(super) fn stratify(
         agg.stratum = stratum_of_comp[comp_of[agg.head as usize]];
     }
     Ok(strata)
+}
+
+/// The relation `r` when `d` is the negation of `r`'s dominated candidates in the rule
+/// that makes `r` the candidates no other dominates (module `subsume`).
+fn subsumed_by(relations: &[Relation], d: &Dependency) -> Option<usize> {
+    let name = &relations[d.head].name;
+    (d.negated && !d.aggregate && relations[d.body].name == format!("@{name}_sub_dom"))
+        .then_some(d.head)
 }
 
 fn negated_span(ast: &ast::Program, rule_span: Span, relation: &str) -> Option<Span> {

@@ -8,10 +8,16 @@
 //! stay when the subsumption rules are removed); each subsumption rule adds rules for `@r_sub_dom`,
 //! the dominated candidates (one per column in which the two tuples may differ, so that
 //! a tuple is never compared with itself), and `r` is the candidates that are not
-//! dominated. Every engine maintains that incrementally, like any negation. A relation
-//! that depends on itself would be recursion through that negation: Soufflé evaluates
-//! it (shortest paths), dynalog refuses it with a located error, since removing a
-//! tuple would have to undo what was derived from it.
+//! dominated. Every engine maintains that incrementally, like any negation.
+//!
+//! A relation that depends on itself (shortest paths) is recursion through that
+//! negation, evaluated as one stratum ([`crate::ir::Subsumed`]): the candidates also
+//! derive themselves (`@r_sub_in(..) :- @r_sub_in(..)`), so they only accumulate, and
+//! `r` reads them through `@r_sub_at`, a copy one round late, so that a candidate is
+//! compared with the dominated ones of the same round (read directly, a candidate
+//! would reach `r` in the round its dominated fact is derived, and a self-loop of
+//! weight 1 would derive ever longer distances). The check that no other relation of
+//! the user's is in that recursion is the stratification's.
 
 use super::Checker;
 use super::aggregates::{atom, var};
@@ -60,16 +66,7 @@ impl Checker<'_> {
             self.check_arity(&s.head, id)?;
             self.check_arity(dominating, id)?;
             if !relations.contains(&name) {
-                if depends_on_itself(program, &name) {
-                    return Err(self.err(
-                        s.span,
-                        format!(
-                            "`{name}` depends on itself: subsumption in a recursive relation is \
-                             not supported (a removed tuple would have to take back what was \
-                             derived from it; Soufflé evaluates it)"
-                        ),
-                    ));
-                }
+                let recursive = depends_on_itself(program, &name);
                 relations.push(name.clone());
                 let arity = self.relations[id as usize].arity();
                 let types = self.relations[id as usize].types.clone();
@@ -93,14 +90,30 @@ impl Checker<'_> {
                     .collect();
                 // The relation: the candidates no other candidate dominates.
                 let cols: Vec<Expr> = (0..arity).map(|i| var(&format!("@c{i}"), s.span)).collect();
+                let candidates = atom(&subsumption_candidates(&name), cols.clone(), s.span);
+                let mut kept = candidates.clone();
+                if recursive {
+                    // The candidates accumulate: a candidate stays one when the tuple it
+                    // was derived from is dominated later. And the relation reads them
+                    // one round late, when their dominated ones are known (module docs).
+                    let late = format!("@{name}_sub_at");
+                    let r = self.internal_relation(&late, arity, s.span);
+                    self.relations[r as usize].types = types.clone();
+                    self.relations[r as usize].column_names = names.clone();
+                    kept = atom(&late, cols.clone(), s.span);
+                    for (head, body) in [(&candidates, &candidates), (&kept, &candidates)] {
+                        added.push(ast::Rule {
+                            head: head.clone(),
+                            body: vec![Literal::Positive(body.clone())],
+                            style: Style::Souffle,
+                            span: s.span,
+                        });
+                    }
+                }
                 added.push(ast::Rule {
                     head: atom(&name, cols.clone(), s.span),
                     body: vec![
-                        Literal::Positive(atom(
-                            &subsumption_candidates(&name),
-                            cols.clone(),
-                            s.span,
-                        )),
+                        Literal::Positive(kept),
                         Literal::Negative(atom(&format!("@{name}_sub_dom"), cols, s.span), s.span),
                     ],
                     style: Style::Souffle,

@@ -313,6 +313,34 @@ pub struct Stratum {
     pub aggregates: Vec<usize>,
     /// Whether some rule of this stratum reads a relation of this stratum.
     pub recursive: bool,
+    /// A relation with subsumption that depends on itself: the stratum is that relation,
+    /// its candidates and its dominated candidates, the only stratum with a negation of
+    /// one of its own relations (see [`Subsumed`]).
+    pub subsumption: Option<Subsumed>,
+}
+
+/// A recursive relation with subsumption (`dist(x, d1) <= dist(x, d2) :- d2 <= d1.` with
+/// `dist` derived from `dist`). Its stratum evaluates three relations: the candidates
+/// (`@r_sub_in`, the rules written for `r`, which read `r`), the dominated candidates
+/// (`@r_sub_dom`) and `r`, the candidates not dominated.
+///
+/// The candidates accumulate (`@r_sub_in` is also derived from itself): a candidate
+/// derived from a tuple of `r` stays one when that tuple is dominated later. So the
+/// candidates and the dominated ones only grow during the evaluation, and the fixpoint is
+/// reached when they stop growing; `r` is then the candidates not dominated. An engine
+/// may let `r` hold a tuple that a candidate found later dominates, until the stratum's
+/// fixpoint, and must then remove it.
+///
+/// When a dominating tuple derives only tuples that dominate (or equal) what the tuple
+/// it dominates derives (shortest and widest paths, earliest times: the programs
+/// subsumption is written for), `r` is the set of undominated tuples of the closure,
+/// whatever the order of evaluation, and every engine gives the same `r` (its
+/// candidates may differ: which of them were derived depends on the order). Otherwise,
+/// as in Soufflé, which tuples survive depends on the order of evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subsumed {
+    pub relation: RelId,
+    pub dominated: RelId,
 }
 
 /// A checked program, ready for evaluation.

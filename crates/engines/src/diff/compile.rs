@@ -288,7 +288,9 @@ impl CompiledRule {
 }
 
 /// The level of every rule: a coarse stratification in which recursion and positive
-/// dependencies stay in one level and a negated relation comes from a lower level.
+/// dependencies stay in one level and a negated relation comes from a lower level (but
+/// for the dominated candidates of a recursive relation with subsumption, negated in
+/// their own stratum: [`dynalog_analysis::Subsumed`]).
 /// (The analysis' strata are strongly connected components; many of them share a level.)
 pub(crate) fn levels(program: &Program) -> Vec<u32> {
     let mut rel_level = vec![0u32; program.relations.len()];
@@ -305,7 +307,12 @@ pub(crate) fn levels(program: &Program) -> Vec<u32> {
                     Literal::Atom(a) if !stratum.relations.contains(&a.relation) => {
                         level = level.max(rel_level[a.relation as usize]);
                     }
-                    Literal::Not(a) => level = level.max(rel_level[a.relation as usize] + 1),
+                    // A recursive relation with subsumption negates its dominated
+                    // candidates, of its own stratum: one level, whose loop takes back
+                    // a tuple when a candidate found later dominates it.
+                    Literal::Not(a) if !stratum.relations.contains(&a.relation) => {
+                        level = level.max(rel_level[a.relation as usize] + 1)
+                    }
                     _ => {}
                 }
             }

@@ -52,7 +52,10 @@
 //! A commit after [`Engine::set_program`] (and the first commit) rematerializes
 //! everything: semi-naive evaluation from the base facts, every rule run in full in the
 //! first round of its stratum. The changes are then the difference of the
-//! materializations before and after.
+//! materializations before and after. So does every commit of a program with a
+//! recursive relation with subsumption ([`dynalog_analysis::Subsumed`]: shortest paths),
+//! which delete-rederive cannot maintain: a tuple a new candidate dominates would have
+//! to take back what it derived, a deleted candidate bring back what it dominated.
 
 use crate::staging::{Staging, initial_base, resize_base};
 /// The materialization's store of a relation (see [`crate::store::IndexedSet`]).
@@ -478,6 +481,20 @@ impl<E: Evaluator> Dred<E> {
                 break;
             };
             floor += added.iter().map(Store::len).sum::<usize>() as i64;
+            if let Some(sub) = self.program.strata[s].subsumption {
+                // The tuples dominated by a candidate found after them go (see
+                // `dynalog_analysis::Subsumed`), not base facts of the relation.
+                let (r, dom) = (sub.relation as usize, sub.dominated as usize);
+                let gone: Vec<Vec<u32>> = self.stores[r]
+                    .iter()
+                    .filter(|t| self.stores[dom].contains(t) && !self.base[r].contains(t))
+                    .map(<[u32]>::to_vec)
+                    .collect();
+                for t in &gone {
+                    self.stores[r].remove(t);
+                }
+                floor -= gone.len() as i64;
+            }
             self.stratum_stats(s, iterations, started, stats);
         }
         if !stopped && let Some(max) = budget.limits().max_changes {
@@ -957,7 +974,12 @@ impl<E: Evaluator> Engine for Dred<E> {
         let (bplus, bminus) = self.apply_staged();
         let budget = Budget::new(self.limits);
         let mut stats = CommitStats::default();
-        let done = if self.remat {
+        // Delete-rederive cannot maintain a recursive relation with subsumption (a
+        // tuple removed by a new candidate would take back what it derived, and a
+        // deleted candidate bring back what it dominated): such a program is
+        // rematerialized at every commit.
+        let subsumption = self.program.strata.iter().any(|s| s.subsumption.is_some());
+        let done = if self.remat || subsumption {
             self.remat = false;
             self.rematerialize(&mut stats, &budget)
         } else {

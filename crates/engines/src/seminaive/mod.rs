@@ -276,6 +276,38 @@ fn evaluate_stratum(
     }
 }
 
+/// The end of a subsumption stratum ([`dynalog_analysis::Subsumed`]): the relation
+/// kept every candidate that was not dominated when it was derived; those dominated
+/// since go (not its own base facts, which no subsumption removes). Its rows,
+/// deduplication set and indexes are rebuilt for the strata above.
+fn remove_dominated(
+    sub: dynalog_analysis::Subsumed,
+    base: &FlatSet,
+    specs: &IndexSpecs,
+    committed: &mut [Committed],
+    growing: &mut [Growing],
+) {
+    let (r, dom) = (sub.relation as usize, sub.dominated as usize);
+    let mut kept = FlatSet::new(committed[r].rows.arity());
+    for row in committed[r].rows.iter() {
+        let hash = crate::store::hash_values(row.iter().copied());
+        let dominated = growing[dom]
+            .find_with(&committed[dom].rows, hash, |t| t == row)
+            .is_some();
+        if !dominated || base.contains(row) {
+            kept.insert(row);
+        }
+    }
+    growing[r] = Growing::from_base(&kept);
+    committed[r] = Committed {
+        rows: kept.rows().clone(),
+        indexes: specs.per_relation[r]
+            .iter()
+            .map(|cols| Index::new(cols.clone()))
+            .collect(),
+    };
+}
+
 impl Engine for Seminaive {
     fn name(&self) -> &'static str {
         "seminaive"
@@ -405,6 +437,10 @@ impl Engine for Seminaive {
                 stopped = true;
                 break;
             };
+            if let Some(sub) = stratum.subsumption {
+                let base = &self.base[sub.relation as usize];
+                remove_dominated(sub, base, &self.specs, &mut committed, &mut growing);
+            }
             stats.strata.push(StratumStats {
                 relations: stratum
                     .relations
@@ -618,6 +654,7 @@ mod tests {
                 relations: rels.to_vec(),
                 rules: rules.to_vec(),
                 recursive,
+                subsumption: None,
             });
         }
 
@@ -1840,12 +1877,14 @@ mod bench {
             facts,
             strata: vec![
                 Stratum {
+                    subsumption: None,
                     aggregates: Vec::new(),
                     relations: vec![0],
                     rules: vec![],
                     recursive: false,
                 },
                 Stratum {
+                    subsumption: None,
                     aggregates: Vec::new(),
                     relations: vec![1],
                     rules: vec![0, 1],
