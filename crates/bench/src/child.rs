@@ -67,9 +67,11 @@ fn status_field(path: &str, field: &str) -> Option<u64> {
 /// which is a copy of this process's (`exec_mmap` sets `signal->maxrss` from the old
 /// memory). A harness holding 1.4 GB of LUBM(50) reported 1,440 MB for every program
 /// it ran that needed less. So when `ru_maxrss` is not above this process's own
-/// high-water mark at the time of the fork (`inherited`), the child's own high-water
-/// mark, read from `/proc` while it ran (`polled`, its memory after `exec` only), is
-/// taken instead: it misses at most the growth of the last poll interval (20 ms).
+/// high-water mark at the time of the fork (`inherited`, read once the child has
+/// ended: the mark only grows, and another thread may have raised it between a read
+/// before the fork and the fork), the child's own high-water mark, read from `/proc`
+/// while it ran (`polled`, its memory after `exec` only), is taken instead: it misses
+/// at most the growth of the last poll interval (20 ms).
 fn peak_of(maxrss: u64, inherited: Option<u64>, polled: Option<u64>) -> u64 {
     match (inherited, polled) {
         (Some(inherited), Some(polled)) if maxrss <= inherited => polled.min(maxrss),
@@ -85,7 +87,6 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, Error> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
-    let inherited = status_field("/proc/self/status", "VmHWM:");
     let mut polled: Option<u64> = None;
     let mut child = command
         .spawn()
@@ -141,6 +142,7 @@ pub fn run(mut command: Command, limits: Limits) -> Result<Finished, Error> {
         poll = (poll * 2).min(Duration::from_millis(20));
     }
     let wall = started.elapsed();
+    let inherited = status_field("/proc/self/status", "VmHWM:");
     // `ru_maxrss` is in kilobytes on Linux.
     let peak_rss = peak_of((usage.ru_maxrss.max(0) as u64) * 1024, inherited, polled);
     let stdout = out.join().unwrap_or_default();
