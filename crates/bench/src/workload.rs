@@ -25,6 +25,9 @@ pub enum Rules {
     /// `to_string`, reachability over them, read back with `strlen`, `substr`,
     /// `contains`, `match` and `to_number`.
     Strings,
+    /// Shortest paths by subsumption over `edge` (`programs/paths.dl`): every pair's
+    /// shortest distance, weights made from the edges' ends, and a count over them.
+    Paths,
 }
 
 /// Reachability over `edge` (`programs/tc.dl`).
@@ -37,6 +40,9 @@ pub const STATS: &str = include_str!("../../../programs/stats.dl");
 /// (`programs/strings.dl`).
 pub const STRINGS: &str = include_str!("../../../programs/strings.dl");
 
+/// Shortest paths by subsumption over `edge` (`programs/paths.dl`).
+pub const PATHS: &str = include_str!("../../../programs/paths.dl");
+
 impl Rules {
     pub fn text(self) -> &'static str {
         match self {
@@ -45,6 +51,7 @@ impl Rules {
             Rules::Owl2rl => rdf::OWL2RL,
             Rules::Stats => STATS,
             Rules::Strings => STRINGS,
+            Rules::Paths => PATHS,
         }
     }
 
@@ -55,6 +62,7 @@ impl Rules {
             Rules::Owl2rl => "owl2rl.dl",
             Rules::Stats => "stats.dl",
             Rules::Strings => "strings.dl",
+            Rules::Paths => "paths.dl",
         }
     }
 
@@ -77,6 +85,9 @@ impl Rules {
             }
             // More tags, made from the links: the aggregate over tags changes too.
             Rules::Strings => "tag(a, cat(\"r:\", b)) :- link(a, b), match(\".*9\", b).",
+            // Every edge back at distance 1: most distances get shorter, and longer
+            // again when it goes.
+            Rules::Paths => "sp(x, y, 1) :- edge(y, x).",
         }
     }
 }
@@ -220,6 +231,22 @@ pub const WORKLOADS: &[Workload] = &[
     w(
         "strings-rmat1k",
         Rules::Strings,
+        Data::Rmat {
+            nodes: 1000,
+            edges: 10_000,
+        },
+    ),
+    w(
+        "paths-rand1k",
+        Rules::Paths,
+        Data::Rand {
+            nodes: 1000,
+            p: 0.001,
+        },
+    ),
+    w(
+        "paths-rmat1k",
+        Rules::Paths,
         Data::Rmat {
             nodes: 1000,
             edges: 10_000,
