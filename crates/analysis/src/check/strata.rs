@@ -193,7 +193,7 @@ pub(super) fn stratify(
             if let Some(subsumed) = subsumed_by(relations, d) {
                 // A recursive relation with subsumption: the candidates, the dominated
                 // ones and the relation, and nothing else, are evaluated together.
-                let name = &relations[subsumed].name;
+                let name = &relations[subsumed.relation as usize].name;
                 let others: Vec<&str> = comp
                     .iter()
                     .map(|&r| relations[r].name.as_str())
@@ -258,15 +258,8 @@ pub(super) fn stratify(
         let recursive = recursive_comp[ci];
         let subsumption = deps
             .iter()
-            .filter(|d| d.negated && comp_of[d.head] == ci && comp_of[d.body] == ci)
-            .find_map(|d| subsumed_by(relations, d))
-            .map(|relation| Subsumed {
-                relation: relation as RelId,
-                dominated: deps
-                    .iter()
-                    .find(|d| d.negated && d.head == relation && comp_of[d.body] == ci)
-                    .map_or(relation, |d| d.body) as RelId,
-            });
+            .filter(|d| comp_of[d.head] == ci && comp_of[d.body] == ci)
+            .find_map(|d| subsumed_by(relations, d));
         stratum_of_comp[ci] = strata.len();
         strata.push(Stratum {
             relations: comp.iter().map(|&r| r as RelId).collect(),
@@ -285,12 +278,16 @@ pub(super) fn stratify(
     Ok(strata)
 }
 
-/// The relation `r` when `d` is the negation of `r`'s dominated candidates in the rule
+/// The relation `r` and its dominated candidates when `d` is their negation in the rule
 /// that makes `r` the candidates no other dominates (module `subsume`).
-fn subsumed_by(relations: &[Relation], d: &Dependency) -> Option<usize> {
+fn subsumed_by(relations: &[Relation], d: &Dependency) -> Option<Subsumed> {
     let name = &relations[d.head].name;
-    (d.negated && !d.aggregate && relations[d.body].name == format!("@{name}_sub_dom"))
-        .then_some(d.head)
+    (d.negated && !d.aggregate && relations[d.body].name == format!("@{name}_sub_dom")).then_some(
+        Subsumed {
+            relation: d.head as RelId,
+            dominated: d.body as RelId,
+        },
+    )
 }
 
 fn negated_span(ast: &ast::Program, rule_span: Span, relation: &str) -> Option<Span> {

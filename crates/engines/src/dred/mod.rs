@@ -168,6 +168,22 @@ pub(crate) struct RuleInfo {
     rederive: Option<(usize, bool)>,
 }
 
+/// `rule` with its body literal `i` moved first, the others in their order.
+pub(crate) fn literal_first(rule: &Rule, i: usize) -> Rule {
+    let mut body = vec![rule.body[i].clone()];
+    body.extend(
+        rule.body
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, l)| l.clone()),
+    );
+    Rule {
+        body,
+        ..rule.clone()
+    }
+}
+
 /// The variants of `rule` and where they are.
 pub(crate) fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
     let mut out = vec![rule.clone()];
@@ -179,16 +195,8 @@ pub(crate) fn variants(rule: &Rule) -> (Vec<Rule>, RuleInfo) {
     for (i, lit) in rule.body.iter().enumerate() {
         match lit {
             Literal::Atom(a) => {
-                let mut body = vec![lit.clone()];
-                body.extend(
-                    rule.body
-                        .iter()
-                        .enumerate()
-                        .filter(|(j, _)| *j != i)
-                        .map(|(_, l)| l.clone()),
-                );
                 lits.push(Some((a.relation, true, out.len())));
-                out.push(with_body(body));
+                out.push(literal_first(rule, i));
             }
             Literal::Not(a) => {
                 let mut body = vec![Literal::Atom(a.clone())];

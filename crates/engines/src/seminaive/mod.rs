@@ -104,8 +104,8 @@ struct StratumRule {
     /// would be scanned: then the rule's body with atom `j` moved first, so that the
     /// delta is read first and the atoms before `j`, restricted to the old facts, are
     /// looked up rather than scanned (a self-join such as the dominated candidates of a
-    /// subsumption would otherwise scan every old fact in every round: 21% of the time
-    /// of `paths-rmat1k`).
+    /// subsumption would otherwise scan every old fact in every round: a fifth of the
+    /// time of `paths-rmat1k`).
     variants: Vec<(usize, Vec<usize>)>,
 }
 
@@ -204,19 +204,7 @@ impl Seminaive {
                         continue;
                     }
                     // One op per body literal: the op position is the literal's.
-                    let rule = &program.rules[sr.rule];
-                    let mut body = vec![rule.body[first].clone()];
-                    body.extend(
-                        rule.body
-                            .iter()
-                            .enumerate()
-                            .filter(|&(i, _)| i != first)
-                            .map(|(_, l)| l.clone()),
-                    );
-                    let variant = dynalog_analysis::Rule {
-                        body,
-                        ..rule.clone()
-                    };
+                    let variant = crate::dred::literal_first(&program.rules[sr.rule], first);
                     let plan = compile_rule(program, &variant, &mut specs);
                     for ix in plan.indexes() {
                         if !sp.indexes.contains(&ix) {
@@ -292,30 +280,28 @@ fn evaluate_stratum(
             c.indexes[index].catch_up(&c.rows);
         }
         let readable: &[Committed] = committed;
-        for sr in &sp.rules {
-            let plan = &plans[sr.rule];
-            if sr.recursive.is_empty() && rounds > 1 {
-                continue;
-            }
-            // Every atom reads all rows, unless restricted below.
+        // Every atom reads all rows, unless restricted.
+        let all_rows = |plan: &RulePlan, ranges: &mut Vec<(u32, u32)>| {
             ranges.clear();
             ranges.extend(plan.ops.iter().map(|op| match op {
                 Op::Join(j) => (0, readable[j.rel as usize].rows.len()),
                 _ => (0, 0),
             }));
+        };
+        for sr in &sp.rules {
             if sr.recursive.is_empty() {
-                if !run_rule(plan, readable, growing, &ranges, scratch, budget) {
-                    return None;
+                if rounds == 1 {
+                    let plan = &plans[sr.rule];
+                    all_rows(plan, &mut ranges);
+                    if !run_rule(plan, readable, growing, &ranges, scratch, budget) {
+                        return None;
+                    }
                 }
                 continue;
             }
             for (j, (variant, ops)) in sr.variants.iter().enumerate() {
                 let plan = &plans[*variant];
-                ranges.clear();
-                ranges.extend(plan.ops.iter().map(|op| match op {
-                    Op::Join(j) => (0, readable[j.rel as usize].rows.len()),
-                    _ => (0, 0),
-                }));
+                all_rows(plan, &mut ranges);
                 // Atom j reads the delta, earlier ones the old facts, later ones all.
                 let mut empty = false;
                 for (i, (&(_, pos), &op)) in sr.recursive.iter().zip(ops).enumerate() {
