@@ -88,6 +88,11 @@ fn session_choice_domain() {
 }
 
 #[test]
+fn session_recursive_choice() {
+    check_script("choice_tree", true);
+}
+
+#[test]
 fn session_subsumption() {
     check_script("subsume", false);
 }

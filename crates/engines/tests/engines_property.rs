@@ -1,9 +1,9 @@
 //! Property test of every engine: random programs (recursive, negation in higher
 //! strata, constants, repeated variables, comparisons, arithmetic and conversions,
-//! string functors that make and read symbols, `autoinc()`, `choice-domain`,
-//! subsumption (also in a recursive relation), records and algebraic data types built
-//! and taken apart, aggregates with groups, witnesses and the empty group, an `eqrel` relation) and random sequences
-//! of commits that insert and delete facts and add and remove rules, run through
+//! string functors that make and read symbols, `autoinc()`, `choice-domain` and
+//! subsumption (each also in a recursive relation), records and algebraic data types
+//! built and taken apart, aggregates with groups, witnesses and the empty group, an
+//! `eqrel` relation) and random sequences of commits that insert and delete facts and add and remove rules, run through
 //! `dynalog_engines::create` and the `Engine` trait. After every commit the engine's
 //! materialization equals the reference's from-scratch result, and its reported changes
 //! equal the difference of consecutive reference results.
@@ -28,6 +28,7 @@ const DECLS: &str = ".decl e(a: number, b: number)\n.decl f(a: number, b: number
 .type L = [h: number, t: L]\n.type T = A {x: number} | B {l: T, r: T} | C {}\n\
 .decl rl(x: L)\n.decl tr(x: T, n: number)\n\
 .decl ch(a: number, b: number) choice-domain a\n.decl sb(a: number, b: number)\n.decl sp(a: number, b: number)\n\
+.decl ct(a: number, b: number) choice-domain b\n\
 e(0, 0).\n";
 
 /// A pool of rule texts: level 1 `p`, `q` (mutually recursive), level 2 `r` (may negate
@@ -97,6 +98,12 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
             if aggs.0 {
                 pool.push("s(x, n) :- u(x), n = count : { p(x, _) }.".into());
                 pool.push("s(x, n) :- p(x, _), n = max y : { r(x, y) }.".into());
+                // A recursive choice (a spanning tree, round by round), also through a
+                // derived relation, read by a negation above.
+                pool.push("ct(x, x) :- u(x).".into());
+                pool.push("ct(x, y) :- ct(_, x), e(x, y).".into());
+                pool.push("ct(x, y) :- ct(_, x), p(x, y), y < 4.".into());
+                pool.push("r(x, y) :- ct(x, y), !p(y, x).".into());
             }
             if aggs.1 {
                 pool.push("t(x, n) :- e(x, _), n = sum y : { f(x, y), !q(y, _) }.".into());

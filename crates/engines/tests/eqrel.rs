@@ -6,7 +6,7 @@ mod diff_common;
 
 use diff_common::*;
 use dynalog_analysis::{RelId, Value};
-use dynalog_engines::{Config, Engine, create};
+use dynalog_engines::{Config, create};
 use std::collections::BTreeSet;
 
 const ENGINES: [&str; 5] = ["seminaive", "diff", "relational", "chibi", "remat"];
@@ -15,11 +15,6 @@ const PROGRAM: &str = ".decl e(x: number, y: number)\n.decl r(x: number, y: numb
 .decl big(x: number)\n\
 r(x, y) :- e(x, y).\n\
 big(x) :- r(x, y), y >= 100.\n";
-
-fn facts(e: &dyn Engine, rel: &str) -> BTreeSet<Vec<Value>> {
-    let id = e.program().relation_id(rel).expect("declared");
-    e.facts(id).into_iter().collect()
-}
 
 /// Every pair of each class (the equivalence relation the classes make).
 fn classes(of: &[&[Value]]) -> BTreeSet<Vec<Value>> {
@@ -118,13 +113,8 @@ fn random_updates_keep_the_equivalence_closure_on_every_engine() {
         let (e_id, r_id) = (p.relation_id("e").unwrap(), p.relation_id("r").unwrap());
         let mut e = create(&Config::new(name, 2), p.clone()).expect("engine");
         let mut base: BTreeSet<(RelId, (Value, Value))> = BTreeSet::new();
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut rng = Lcg(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: u64| rng.below(n);
         for step in 0..40 {
             for _ in 0..1 + next(4) {
                 let rel = if next(4) == 0 { r_id } else { e_id };

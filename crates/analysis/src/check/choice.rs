@@ -15,10 +15,15 @@
 //! input files); for the other columns `v1..vm`,
 //! `@r_choice_1` keeps per domain value the smallest `v1`, `@r_choice_2` per domain value
 //! and `v1` the smallest `v2`, ... (each a `min` aggregate, over `ord(v)` for a symbol),
-//! and `r` copies the last. So a choice in a recursive relation (a spanning tree) is
-//! recursion through an aggregate, refused as such; so are several domains on one
-//! relation (which tuples survive them depends on the order), and a chosen column of a
-//! record type.
+//! and `r` copies the last. Several domains on one relation are refused (which tuples
+//! survive them depends on the order), and so is a chosen column of a record type.
+//!
+//! A relation that depends on itself (a spanning tree) cannot take the smallest of all
+//! its candidates: a node's smallest parent can close a cycle, and the aggregate would
+//! be recursion through itself. It is chosen round by round instead, as Soufflé
+//! chooses it: a domain value takes the smallest candidate of the first round that
+//! has one, and keeps it ([`crate::ir::Chosen`] gives the rules and their meaning).
+//! Soufflé takes the first candidate it derives in that round.
 
 use super::Checker;
 use super::aggregates::{atom, var};
@@ -63,6 +68,21 @@ pub(super) fn depends_on_itself(program: &ast::Program, name: &str) -> bool {
     false
 }
 
+/// The variable of column `i` in the rules the choice adds.
+fn column(i: usize, span: Span) -> Expr {
+    var(&format!("@c{i}"), span)
+}
+
+/// A rule the choice adds.
+fn generated(head: ast::Atom, body: Vec<Literal>, span: Span) -> ast::Rule {
+    ast::Rule {
+        head,
+        body,
+        style: ast::Style::Souffle,
+        span,
+    }
+}
+
 impl Checker<'_> {
     /// `program` with its `choice-domain` relations rewritten (module docs), or `None`
     /// when it has none.
@@ -71,6 +91,8 @@ impl Checker<'_> {
         program: &ast::Program,
     ) -> Result<Option<ast::Program>, Diagnostic> {
         let mut renamed: Vec<(String, String)> = Vec::new();
+        // The recursive ones, with their domain's columns.
+        let mut rounds: Vec<(String, Vec<usize>)> = Vec::new();
         let mut generated: Vec<ast::Rule> = Vec::new();
         for item in &program.items {
             let Item::Decl(d) = item else { continue };
@@ -119,17 +141,7 @@ impl Checker<'_> {
                 ));
             }
             let name = rel.name.clone();
-            if depends_on_itself(program, &name) {
-                return Err(self.err(
-                    span,
-                    format!(
-                        "`{name}` depends on itself: a choice-domain relation in a recursion \
-                         is not supported (dynalog keeps the smallest candidate of each domain \
-                         value, which a recursion would have to know before it is derived; \
-                         Soufflé keeps the first one it derives)"
-                    ),
-                ));
-            }
+            let recursive = depends_on_itself(program, &name);
             let input = crate::ir::choice_candidates(&name);
             let in_id = self.internal_relation(&input, rel.arity(), span);
             {
@@ -139,21 +151,155 @@ impl Checker<'_> {
                 r.column_names = rel.column_names.clone();
             }
             renamed.push((name.clone(), input.clone()));
-            generated.extend(self.choice_rules(&name, &input, &rel.types, &key, &values, span));
+            if recursive {
+                generated.extend(self.recursive_choice_rules(&rel, &input, &key, &values, span));
+                rounds.push((name.clone(), key.clone()));
+            } else {
+                generated.extend(self.choice_rules(&name, &input, &rel.types, &key, &values, span));
+            }
         }
         if renamed.is_empty() {
             return Ok(None);
+        }
+        // A negation of a recursive choice in its own rules is a negation through
+        // recursion (the choice's own negations of it are the rewrite's).
+        for item in &program.items {
+            if let Item::Rule(rule) = item
+                && rounds.iter().any(|(r, _)| *r == rule.head.relation.name)
+                && let Some(at) = rule.body.iter().find_map(|l| match l {
+                    Literal::Negative(a, at) if a.relation.name == rule.head.relation.name => {
+                        Some(*at)
+                    }
+                    _ => None,
+                })
+            {
+                let name = &rule.head.relation.name;
+                return Err(self.err(
+                    at,
+                    format!(
+                        "negation through recursion: `{name}` depends negatively on `{name}`, \
+                         which depends on it again (cycle: {name} -> {name})"
+                    ),
+                ));
+            }
         }
         let mut out = program.clone();
         for item in &mut out.items {
             if let Item::Rule(rule) = item
                 && let Some((_, to)) = renamed.iter().find(|(r, _)| *r == rule.head.relation.name)
             {
+                if let Some((_, key)) = rounds.iter().find(|(r, _)| *r == rule.head.relation.name)
+                    && !rule.body.is_empty()
+                {
+                    // A candidate of a domain value already chosen would never be
+                    // chosen: it is not derived (`crate::ir::Chosen`).
+                    let at = rule.head.span;
+                    let domain = (rule.head.args.iter().enumerate())
+                        .map(|(i, a)| {
+                            if key.contains(&i) {
+                                a.clone()
+                            } else {
+                                Expr::Wildcard(at)
+                            }
+                        })
+                        .collect();
+                    let chosen = atom(&rule.head.relation.name, domain, at);
+                    rule.body.push(Literal::Negative(chosen, at));
+                }
                 rule.head.relation.name = to.clone();
             }
         }
         out.items.extend(generated.into_iter().map(Item::Rule));
         Ok(Some(out))
+    }
+
+    /// The rules that choose the tuples of `rel`, a relation that depends on itself,
+    /// among `input`'s, round by round (module docs): `@r_choice_at`, the candidates one
+    /// round late; `@r_choice_dom`, the candidates of a domain value `r` has no tuple
+    /// for that a smaller one of the same domain value dominates (one rule per value
+    /// column, as the choice compares them column by column); `r` holds what it chose,
+    /// and takes a candidate of `@r_choice_at` that nothing dominates when `r` has no
+    /// tuple for its domain value yet.
+    fn recursive_choice_rules(
+        &mut self,
+        rel: &crate::ir::Relation,
+        input: &str,
+        key: &[usize],
+        values: &[usize],
+        span: Span,
+    ) -> Vec<ast::Rule> {
+        let name = rel.name.as_str();
+        let col = |i: usize| column(i, span);
+        let rule = |head: ast::Atom, body: Vec<Literal>| generated(head, body, span);
+        let late = crate::ir::choice_late(name);
+        let dominated = crate::ir::choice_dominated(name);
+        for internal in [&late, &dominated] {
+            let id = self.internal_relation(internal, rel.arity(), span);
+            self.relations[id as usize].types = rel.types.clone();
+            self.relations[id as usize].column_names = rel.column_names.clone();
+        }
+        let all: Vec<Expr> = (0..rel.arity()).map(col).collect();
+        let order = |i: usize, e: Expr| match rel.types[i] {
+            Type::Symbol => Expr::Call(Functor::Ord, vec![e], span),
+            _ => e,
+        };
+        let mut rules = vec![rule(
+            atom(&late, all.clone(), span),
+            vec![Literal::Positive(atom(input, all.clone(), span))],
+        )];
+        let domain: Vec<Expr> = (0..rel.arity())
+            .map(|i| {
+                if key.contains(&i) {
+                    col(i)
+                } else {
+                    Expr::Wildcard(span)
+                }
+            })
+            .collect();
+        for (k, &v) in values.iter().enumerate() {
+            // Another candidate: the same domain value and first `k` values, a smaller
+            // value in column `v`. Only for a domain value not chosen yet: the later
+            // candidates of one chosen are never compared (a node with many parents
+            // compares those of its first round only).
+            let args = (0..rel.arity())
+                .map(|i| {
+                    if i == v {
+                        var("@w", span)
+                    } else if key.contains(&i) || values[..k].contains(&i) {
+                        col(i)
+                    } else {
+                        Expr::Wildcard(span)
+                    }
+                })
+                .collect();
+            rules.push(rule(
+                atom(&dominated, all.clone(), span),
+                vec![
+                    Literal::Positive(atom(input, all.clone(), span)),
+                    Literal::Negative(atom(name, domain.clone(), span), span),
+                    Literal::Positive(atom(input, args, span)),
+                    Literal::Compare {
+                        op: CmpOp::Lt,
+                        lhs: order(v, var("@w", span)),
+                        rhs: order(v, col(v)),
+                        span,
+                    },
+                ],
+            ));
+        }
+        rules.push(rule(
+            atom(name, all.clone(), span),
+            vec![Literal::Positive(atom(name, all.clone(), span))],
+        ));
+        rules.push(rule(
+            atom(name, all.clone(), span),
+            vec![
+                Literal::Positive(atom(&late, all.clone(), span)),
+                Literal::Negative(atom(&dominated, all, span), span),
+                Literal::Negative(atom(name, domain, span), span),
+            ],
+        ));
+        rules
     }
 
     /// The rules that choose `name`'s tuples among `input`'s (module docs).
@@ -166,13 +312,8 @@ impl Checker<'_> {
         values: &[usize],
         span: Span,
     ) -> Vec<ast::Rule> {
-        let col = |i: usize| var(&format!("@c{i}"), span);
-        let rule = |head: ast::Atom, body: Vec<Literal>| ast::Rule {
-            head,
-            body,
-            style: ast::Style::Souffle,
-            span,
-        };
+        let col = |i: usize| column(i, span);
+        let rule = |head: ast::Atom, body: Vec<Literal>| generated(head, body, span);
         // The columns of step `k`: the key and the first `k` values, in column order.
         let step_cols = |k: usize| -> Vec<usize> {
             (0..types.len())

@@ -271,6 +271,10 @@ fn keep_ids(p: &mut Program, previous: &[Relation]) {
             map(&mut sub.relation);
             map(&mut sub.dominated);
         }
+        if let Some(chosen) = &mut s.choice {
+            map(&mut chosen.relation);
+            map(&mut chosen.dominated);
+        }
     }
 }
 

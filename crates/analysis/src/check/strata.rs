@@ -3,7 +3,7 @@
 //! the strata of a checked program, each rule's stratum, or the error at a negated atom
 //! on a cycle).
 
-use crate::ir::{Aggregate, Literal, RelId, Relation, Rule, Stratum, Subsumed};
+use crate::ir::{Aggregate, Chosen, Literal, RelId, Relation, Rule, Stratum, Subsumed};
 use dynalog_syntax::ast;
 use dynalog_syntax::{Diagnostic, SourceFile, Span};
 
@@ -190,10 +190,27 @@ pub(super) fn stratify(
         }
         if d.negated && comp_of[d.head] == comp_of[d.body] {
             let comp = &comps[comp_of[d.head]];
-            if let Some(subsumed) = subsumed_by(relations, d) {
-                // A recursive relation with subsumption: the candidates, the dominated
-                // ones and the relation, and nothing else, are evaluated together.
-                let name = &relations[subsumed.relation as usize].name;
+            // A recursive relation with subsumption or a choice: the relation and the
+            // analysis' relations for it, and nothing else, are evaluated together.
+            let own = subsumed_by(relations, d)
+                .map(|s| {
+                    let why = " (which tuples of those survive would depend on the order \
+                               of evaluation)";
+                    (
+                        s.relation,
+                        "has subsumption",
+                        "a relation with subsumption",
+                        why,
+                    )
+                })
+                .or_else(|| {
+                    chosen_by(relations, d).map(|c| {
+                        let kind = "a choice-domain relation";
+                        (c.relation, "has a choice domain", kind, "")
+                    })
+                });
+            if let Some((relation, has, kind, why)) = own {
+                let name = &relations[relation as usize].name;
                 let others: Vec<&str> = comp
                     .iter()
                     .map(|&r| relations[r].name.as_str())
@@ -206,17 +223,25 @@ pub(super) fn stratify(
                     file,
                     rules[d.rule].span,
                     format!(
-                        "`{name}` has subsumption and depends on itself through `{}`: a \
-                         relation with subsumption may be recursive on its own, not together \
-                         with other relations (which tuples of those survive would depend on \
-                         the order of evaluation)",
+                        "`{name}` {has} and depends on itself through `{}`: {kind} may be \
+                         recursive on its own, not together with other relations{why}",
                         others.join("`, `")
                     ),
                 ));
             }
             let cycle = path_within(d.body, d.head, &comps[comp_of[d.head]], &deps);
-            let mut names: Vec<&str> = vec![relations[d.head].name.as_str()];
-            names.extend(cycle.iter().map(|&r| relations[r].name.as_str()));
+            // As the user wrote it: a relation's candidates are that relation, the
+            // choice's and subsumption's other relations are not shown.
+            let (head, body) = (
+                written_name(&relations[d.head].name).unwrap_or(&relations[d.head].name),
+                written_name(&relations[d.body].name).unwrap_or(&relations[d.body].name),
+            );
+            let mut names: Vec<&str> = cycle
+                .iter()
+                .filter_map(|&r| written_name(&relations[r].name))
+                .collect();
+            names.dedup();
+            names.insert(0, head);
             let rule = &rules[d.rule];
             // Point at the negated atom in the source.
             let span = negated_span(ast, rule.span, &relations[d.body].name).unwrap_or(rule.span);
@@ -224,9 +249,7 @@ pub(super) fn stratify(
                 file,
                 span,
                 format!(
-                    "negation through recursion: `{}` depends negatively on `{}`, which depends on it again (cycle: {})",
-                    relations[d.head].name,
-                    relations[d.body].name,
+                    "negation through recursion: `{head}` depends negatively on `{body}`, which depends on it again (cycle: {})",
                     names.join(" -> ")
                 ),
             ));
@@ -260,6 +283,10 @@ pub(super) fn stratify(
             .iter()
             .filter(|d| comp_of[d.head] == ci && comp_of[d.body] == ci)
             .find_map(|d| subsumed_by(relations, d));
+        let choice = deps
+            .iter()
+            .filter(|d| comp_of[d.head] == ci && comp_of[d.body] == ci)
+            .find_map(|d| chosen_by(relations, d));
         stratum_of_comp[ci] = strata.len();
         strata.push(Stratum {
             relations: comp.iter().map(|&r| r as RelId).collect(),
@@ -267,6 +294,7 @@ pub(super) fn stratify(
             aggregates: agg_ids,
             recursive,
             subsumption,
+            choice,
         });
     }
     for rule in rules.iter_mut() {
@@ -288,6 +316,48 @@ fn subsumed_by(relations: &[Relation], d: &Dependency) -> Option<Subsumed> {
             dominated: d.body as RelId,
         },
     )
+}
+
+/// The name of the relation `name` is as the user wrote it: itself, or for the
+/// candidates of a choice or a subsumption (module `choice`, `subsume`) the relation
+/// they are written for; `None` for another relation the analysis made.
+fn written_name(name: &str) -> Option<&str> {
+    if !name.starts_with('@') {
+        return Some(name);
+    }
+    crate::ir::is_candidates(name).then(|| {
+        let stem = &name[1..];
+        stem.strip_suffix("_choice_in")
+            .or_else(|| stem.strip_suffix("_sub_in"))
+            .unwrap_or(stem)
+    })
+}
+
+/// The relation `r` and its dominated candidates when `d` is a negation in the rule
+/// that chooses `r`'s tuples round by round (module `choice`): of the dominated
+/// candidates in `r`'s rule, or of `r` itself in that rule or the dominated ones' (the
+/// rules written for `r` all derive the candidates).
+fn chosen_by(relations: &[Relation], d: &Dependency) -> Option<Chosen> {
+    if !d.negated || d.aggregate {
+        return None;
+    }
+    let (head, body) = (&relations[d.head].name, &relations[d.body].name);
+    let dominated = crate::ir::choice_dominated(body);
+    if d.body == d.head || *head == dominated || *head == crate::ir::choice_candidates(body) {
+        // `r` negated in its own rule, the dominated candidates' or the candidates'.
+        let dominated = relations.iter().position(|r| r.name == dominated)?;
+        Some(Chosen {
+            relation: d.body as RelId,
+            dominated: dominated as RelId,
+        })
+    } else if crate::ir::choice_dominated(head) == *body {
+        Some(Chosen {
+            relation: d.head as RelId,
+            dominated: d.body as RelId,
+        })
+    } else {
+        None
+    }
 }
 
 fn negated_span(ast: &ast::Program, rule_span: Span, relation: &str) -> Option<Span> {

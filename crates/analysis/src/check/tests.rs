@@ -1141,11 +1141,67 @@ fn choice_domain_keeps_the_smallest_candidate_and_refuses_what_it_cannot_keep() 
         26,
         "records have no order",
     );
+}
+
+#[test]
+fn a_recursive_choice_is_made_round_by_round_in_a_stratum_of_its_own() {
+    let decls =
+        ".decl e(x: number, y: number)\n.decl c(x: symbol, y: number, z: number) choice-domain y\n";
+    let p = check(&format!(
+        "{decls}c(\"a\", 1, 0).\nc(\"b\", y, 0) :- e(_, y).\nc(x, y, z) :- c(x, w, z), e(w, y)."
+    ))
+    .unwrap();
+    let shown: Vec<String> = p.rules.iter().map(|r| r.display(&p).to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "@c_choice_in(\"b\", y, 0) :- e(_, y), !c(_, y, _).",
+            "@c_choice_in(x, y, z) :- c(x, w, z), e(w, y), !c(_, y, _).",
+            "@c_choice_at(@c0, @c1, @c2) :- @c_choice_in(@c0, @c1, @c2).",
+            "@c_choice_dom(@c0, @c1, @c2) :- @c_choice_in(@c0, @c1, @c2), !c(_, @c1, _), @c_choice_in(@w, @c1, _), ord(@w) < ord(@c0).",
+            "@c_choice_dom(@c0, @c1, @c2) :- @c_choice_in(@c0, @c1, @c2), !c(_, @c1, _), @c_choice_in(@c0, @c1, @w), @w < @c2.",
+            "c(@c0, @c1, @c2) :- c(@c0, @c1, @c2).",
+            "c(@c0, @c1, @c2) :- @c_choice_at(@c0, @c1, @c2), !@c_choice_dom(@c0, @c1, @c2), !c(_, @c1, _).",
+        ]
+    );
+    let id = |n: &str| p.relation_id(n).unwrap();
+    // The fact written for `c` is a candidate too.
+    assert_eq!(p.facts.len(), 1);
+    assert_eq!(p.facts[0].0, id("@c_choice_in"));
+    let chosen = p.strata.iter().find_map(|s| s.choice).unwrap();
+    assert_eq!(
+        (chosen.relation, chosen.dominated),
+        (id("c"), id("@c_choice_dom"))
+    );
+    let stratum = p.strata.iter().find(|s| s.choice.is_some()).unwrap();
+    let mut rels = stratum.relations.clone();
+    rels.sort_unstable();
+    let mut want = vec![
+        id("c"),
+        id("@c_choice_in"),
+        id("@c_choice_at"),
+        id("@c_choice_dom"),
+    ];
+    want.sort_unstable();
+    assert_eq!(rels, want);
+    assert!(p.strata.iter().all(|s| s.subsumption.is_none()));
+    // Not together with another relation of the user's; a negation of the relation in
+    // a rule written for it stays a negation through recursion.
     check_err(
-        ".decl e(x: number, y: number)\n.decl c(x: number, y: number) choice-domain y\nc(1, 1).\nc(x, y) :- c(_, x), e(x, y).",
-        2,
-        31,
-        "`c` depends on itself: a choice-domain relation in a recursion is not supported",
+        &format!(
+            "{decls}.decl a(y: number)\na(y) :- c(_, y, _).\nc(\"a\", y, 0) :- a(x), e(x, y)."
+        ),
+        5,
+        1,
+        "`c` has a choice domain and depends on itself through `a`: a choice-domain relation \
+         may be recursive on its own, not together with other relations",
+    );
+    check_err(
+        &format!("{decls}c(\"a\", y, 0) :- c(_, x, _), e(x, y), !c(_, y, _)."),
+        3,
+        38,
+        "negation through recursion: `c` depends negatively on `c`, which depends on it \
+         again (cycle: c -> c)",
     );
 }
 

@@ -72,6 +72,18 @@ pub fn choice_candidates(relation: &str) -> String {
     format!("@{relation}_choice_in")
 }
 
+/// The candidates of `relation`'s choice one round late, when `relation` depends on
+/// itself ([`Chosen`]).
+pub fn choice_late(relation: &str) -> String {
+    format!("@{relation}_choice_at")
+}
+
+/// The candidates of `relation`'s choice that a smaller candidate of the same domain
+/// value dominates, when `relation` depends on itself ([`Chosen`]).
+pub fn choice_dominated(relation: &str) -> String {
+    format!("@{relation}_choice_dom")
+}
+
 /// The relation of the candidates of `relation`'s subsumption rules (module
 /// `check::subsume`).
 pub fn subsumption_candidates(relation: &str) -> String {
@@ -317,6 +329,42 @@ pub struct Stratum {
     /// its candidates and its dominated candidates, the only stratum with a negation of
     /// one of its own relations (see [`Subsumed`]).
     pub subsumption: Option<Subsumed>,
+    /// A `choice-domain` relation that depends on itself: the stratum is that relation,
+    /// its candidates, their copy one round late and the dominated ones (see
+    /// [`Chosen`]).
+    pub choice: Option<Chosen>,
+}
+
+/// A `choice-domain` relation `r` that depends on itself (a spanning tree:
+/// `st(x, y) :- st(_, x), edge(x, y).` with `choice-domain y`). Its stratum evaluates
+/// four relations, with these rules (module `check::choice`):
+///
+/// ```text
+/// @r_choice_in(h) :- ..., !r(domain of h, _).  the rules written for r: the candidates
+/// @r_choice_at(c) :- @r_choice_in(c).          the candidates, one round late
+/// @r_choice_dom(c) :- @r_choice_in(c), !r(domain of c, _), @r_choice_in(d),
+///                     d is smaller, same domain value
+/// r(c) :- r(c).                                what r chose, it keeps
+/// r(c) :- @r_choice_at(c), !@r_choice_dom(c), !r(domain of c, _).
+/// ```
+///
+/// (The negations of `r` in the candidates' and the dominated ones' rules only leave
+/// out candidates of domain values already chosen, which no round would choose: they
+/// change the cost, not the result.)
+///
+/// Its meaning is given by rounds, as in Soufflé: a domain value takes the smallest of
+/// the candidates of the first round that has one, and keeps it. Each round reads what
+/// the previous round ended with (negations included), starting from the stratum's base
+/// facts, with every relation of lower strata complete. Every relation of the stratum
+/// only grows, and a candidate can only be chosen in the round after it reached
+/// `@r_choice_at`, so a semi-naive evaluation that keeps to these rounds computes it,
+/// and so does a differential loop whose iterations are these rounds (the engine must
+/// start the stratum's loop after everything it reads is complete: a relation that
+/// arrives round by round would change which round a candidate is found in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chosen {
+    pub relation: RelId,
+    pub dominated: RelId,
 }
 
 /// A recursive relation with subsumption (`dist(x, d1) <= dist(x, d2) :- d2 <= d1.` with

@@ -290,7 +290,8 @@ impl CompiledRule {
 /// The level of every rule: a coarse stratification in which recursion and positive
 /// dependencies stay in one level and a negated relation comes from a lower level (but
 /// for the dominated candidates of a recursive relation with subsumption, negated in
-/// their own stratum: [`dynalog_analysis::Subsumed`]).
+/// their own stratum: [`dynalog_analysis::Subsumed`]; likewise a recursive choice,
+/// which also starts a level of its own: [`dynalog_analysis::Chosen`]).
 /// (The analysis' strata are strongly connected components; many of them share a level.)
 pub(crate) fn levels(program: &Program) -> Vec<u32> {
     let mut rel_level = vec![0u32; program.relations.len()];
@@ -304,8 +305,11 @@ pub(crate) fn levels(program: &Program) -> Vec<u32> {
         for &ri in &stratum.rules {
             for lit in &program.rules[ri].body {
                 match lit {
+                    // A recursive choice reads what it depends on complete: its result
+                    // depends on the round each candidate is found in.
                     Literal::Atom(a) if !stratum.relations.contains(&a.relation) => {
-                        level = level.max(rel_level[a.relation as usize]);
+                        let above = u32::from(stratum.choice.is_some());
+                        level = level.max(rel_level[a.relation as usize] + above);
                     }
                     // A recursive relation with subsumption negates its dominated
                     // candidates, of its own stratum: one level, whose loop takes back

@@ -986,7 +986,13 @@ impl<E: Evaluator> Engine for Dred<E> {
         // tuple removed by a new candidate would take back what it derived, and a
         // deleted candidate bring back what it dominated): such a program is
         // rematerialized at every commit.
-        let subsumption = self.program.strata.iter().any(|s| s.subsumption.is_some());
+        // Likewise a recursive choice (a candidate chosen in an earlier round than before
+        // changes what every later round finds).
+        let subsumption = self
+            .program
+            .strata
+            .iter()
+            .any(|s| s.subsumption.is_some() || s.choice.is_some());
         let done = if self.remat || subsumption {
             self.remat = false;
             self.rematerialize(&mut stats, &budget)

@@ -713,6 +713,7 @@ mod tests {
                 rules: rules.to_vec(),
                 recursive,
                 subsumption: None,
+                choice: None,
             });
         }
 
@@ -1936,6 +1937,7 @@ mod bench {
             strata: vec![
                 Stratum {
                     subsumption: None,
+                    choice: None,
                     aggregates: Vec::new(),
                     relations: vec![0],
                     rules: vec![],
@@ -1943,6 +1945,7 @@ mod bench {
                 },
                 Stratum {
                     subsumption: None,
+                    choice: None,
                     aggregates: Vec::new(),
                     relations: vec![1],
                     rules: vec![0, 1],

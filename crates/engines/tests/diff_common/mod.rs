@@ -145,3 +145,40 @@ pub fn read_symbol_facts(path: &str, symbols: &mut SymbolTable) -> Option<Vec<Ve
             .collect(),
     )
 }
+
+/// The facts of relation `rel` of an engine, as a set.
+pub fn facts(e: &dyn Engine, rel: &str) -> BTreeSet<Vec<Value>> {
+    let id = e.program().relation_id(rel).expect("declared");
+    e.facts(id).into_iter().collect()
+}
+
+/// A small deterministic generator for the tests' random steps (a linear
+/// congruential one: the same sequence on every machine).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// After a commit of `e` (which tracks its changes): its materialization equals the
+/// reference's from scratch over `base`, and its reported changes the difference from
+/// `before`, the materialization of the commit before. Returns the new one.
+pub fn check_commit(
+    e: &dyn Engine,
+    program: &Program,
+    base: &[(RelId, Vec<Value>)],
+    before: &Db,
+    context: &str,
+) -> Db {
+    let now = snapshot(e);
+    assert_same(program, &now, &reference(program, base), context);
+    assert_eq!(changes(e), difference(before, &now), "{context}: changes");
+    now
+}
