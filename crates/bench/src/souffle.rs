@@ -211,6 +211,11 @@ mod tests {
     }
 
     #[test]
+    fn trees_convert_for_souffle() {
+        converted_matches("trees-rand1k");
+    }
+
+    #[test]
     fn printsize_lines_are_summed() {
         assert_eq!(printed_facts("tc\t12\nedge\t3\n"), 15);
         assert_eq!(printed_facts("noise\n"), 0);

@@ -28,6 +28,10 @@ pub enum Rules {
     /// Shortest paths by subsumption over `edge` (`programs/paths.dl`): every pair's
     /// shortest distance, weights made from the edges' ends, and a count over them.
     Paths,
+    /// Spanning trees by `choice-domain` in a recursive relation over `edge`
+    /// (`programs/trees.dl`): a breadth-first tree from every node, and a count over
+    /// them.
+    Trees,
 }
 
 /// Reachability over `edge` (`programs/tc.dl`).
@@ -43,6 +47,9 @@ pub const STRINGS: &str = include_str!("../../../programs/strings.dl");
 /// Shortest paths by subsumption over `edge` (`programs/paths.dl`).
 pub const PATHS: &str = include_str!("../../../programs/paths.dl");
 
+/// Spanning trees by a recursive choice over `edge` (`programs/trees.dl`).
+pub const TREES: &str = include_str!("../../../programs/trees.dl");
+
 impl Rules {
     pub fn text(self) -> &'static str {
         match self {
@@ -52,6 +59,7 @@ impl Rules {
             Rules::Stats => STATS,
             Rules::Strings => STRINGS,
             Rules::Paths => PATHS,
+            Rules::Trees => TREES,
         }
     }
 
@@ -63,6 +71,7 @@ impl Rules {
             Rules::Stats => "stats.dl",
             Rules::Strings => "strings.dl",
             Rules::Paths => "paths.dl",
+            Rules::Trees => "trees.dl",
         }
     }
 
@@ -88,6 +97,9 @@ impl Rules {
             // Every edge back at distance 1: most distances get shorter, and longer
             // again when it goes.
             Rules::Paths => "sp(x, y, 1) :- edge(y, x).",
+            // Edges followed both ways: every tree grows and most get shallower, and
+            // back when it goes.
+            Rules::Trees => "tree(r, y, z) :- tree(r, _, y), edge(z, y).",
         }
     }
 }
@@ -247,6 +259,22 @@ pub const WORKLOADS: &[Workload] = &[
     w(
         "paths-rmat1k",
         Rules::Paths,
+        Data::Rmat {
+            nodes: 1000,
+            edges: 10_000,
+        },
+    ),
+    w(
+        "trees-rand1k",
+        Rules::Trees,
+        Data::Rand {
+            nodes: 1000,
+            p: 0.001,
+        },
+    ),
+    w(
+        "trees-rmat1k",
+        Rules::Trees,
         Data::Rmat {
             nodes: 1000,
             edges: 10_000,
