@@ -1,5 +1,6 @@
 //! `.pragma` lines: accepted with a warning naming the line, never a reason to fail;
-//! `magic-transform` is evaluated in full with the same results.
+//! `magic-transform` is evaluated in full with the same results. Likewise Soufflé's old
+//! `.type Name` (a symbol type).
 
 mod common;
 use common::*;
@@ -61,6 +62,32 @@ fn a_session_warns_too_and_a_malformed_pragma_is_an_error() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains("p.dl:1:9: error: expected a quoted option name after `.pragma`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_type_declared_alone_is_a_symbol_type_with_a_located_warning() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = dir.path().join("t.dl");
+    std::fs::write(
+        &program,
+        ".type City
+.decl at(who: symbol, c: City)
+.output at
+at(\"ann\", \"paris\").
+",
+    )
+    .expect("write");
+    let o = dynalog(&["run", program.to_str().expect("utf-8"), "-D", "-"]);
+    assert!(o.status.success(), "{o:?}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("ann\tparis\n"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(
+            "t.dl:1:1: warning: `.type City` alone is Soufflé's old form of `.type City <: symbol`"
+        ),
         "{stderr}"
     );
 }

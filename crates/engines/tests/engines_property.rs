@@ -98,6 +98,8 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
             if aggs.0 {
                 pool.push("s(x, n) :- u(x), n = count : { p(x, _) }.".into());
                 pool.push("s(x, n) :- p(x, _), n = max y : { r(x, y) }.".into());
+                // A range in an aggregate's body, bounded outside it.
+                pool.push("t(x, n) :- u(x), n = count : { i = range(0, x), !p(i, _) }.".into());
                 // A recursive choice (a spanning tree, round by round), also through a
                 // derived relation, read by a negation above.
                 pool.push("ct(x, x) :- u(x).".into());
@@ -145,6 +147,8 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                     "t(y, to_number(cat(s, \"0\"))) :- w(s, y), !match(\"[0-3]\", s).".into(),
                 );
                 pool.push("s(ord(s) * 0, y) :- w(s, y), s != \"2\".".into());
+                // `+` on symbols: `cat`.
+                pool.push("w(s + \"+\", y) :- w(s, y), strlen(s) < 2.".into());
                 // Numbers for bindings, stable while they hold (the table is shared
                 // with the reference, so both number a binding alike).
                 pool.push("t(autoinc(), x) :- p(x, _), x < 2.".into());

@@ -59,6 +59,9 @@ pub struct TypeDecl {
     /// record or algebraic data type.
     pub of: Vec<Ident>,
     pub shape: TypeShape,
+    /// `.type Name` alone: Soufflé's old form of `.type Name <: symbol`, which it
+    /// accepts with a warning (so does dynalog).
+    pub bare: bool,
     pub span: Span,
 }
 

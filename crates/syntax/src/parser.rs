@@ -397,6 +397,7 @@ impl<'a> Parser<'a> {
                         span: start.to(keyword.span),
                     }],
                     shape: TypeShape::Named,
+                    bare: false,
                     span,
                 }))
             }
@@ -498,6 +499,20 @@ impl<'a> Parser<'a> {
                     shape = TypeShape::Adt(constructors);
                 }
             }
+        } else if self.next_on_new_line()? {
+            // `.type Name` alone on its line: a symbol type, as in Soufflé's old
+            // syntax (the analysis warns).
+            let span = self.span_from(start);
+            return Ok(TypeDecl {
+                of: vec![Ident {
+                    name: "symbol".into(),
+                    span: name.span,
+                }],
+                name,
+                shape,
+                bare: true,
+                span,
+            });
         } else {
             return Err(self.expected(&format!("`<:` or `=` after the type name `{}`", name.name)));
         }
@@ -506,6 +521,7 @@ impl<'a> Parser<'a> {
             name,
             of,
             shape,
+            bare: false,
             span,
         })
     }
@@ -596,13 +612,14 @@ impl<'a> Parser<'a> {
                 return Err(self.expected(&format!("`,` or `)` after the column `{column}`")));
             }
         }
-        // Qualifiers: identifiers not followed by `(` (a rule always starts `name(`).
+        // Qualifiers: identifiers not followed by `(` (a rule always starts `name(`),
+        // nor by `.name` (a rule for a relation of an instance, `inst.r(x) :- ...`).
         let mut qualifiers = Vec::new();
         let mut choice = Vec::new();
         let mut choice_span = None;
         while let TokenKind::Ident(q) = self.peek_kind()? {
             let is_choice = q == "choice";
-            if self.peek2()?.kind == TokenKind::LParen {
+            if self.peek2()?.kind == TokenKind::LParen || self.qualified_name_follows()? {
                 break;
             }
             if is_choice && self.peek2()?.kind == TokenKind::Minus {
@@ -1846,7 +1863,7 @@ mod tests {
     #[test]
     fn type_declarations() {
         let text = ".type Name <: symbol\n.type N = number\n.type U = A | B | C\n\
-                    .number_type Id\n.symbol_type S";
+                    .number_type Id\n.symbol_type S\n.type Old\n.type Last";
         let p = parse_ok(text);
         let types: Vec<(String, Vec<String>, &str)> = p
             .items
@@ -1872,8 +1889,15 @@ mod tests {
                 ),
                 ("Id".into(), vec!["number".into()], ".number_type Id"),
                 ("S".into(), vec!["symbol".into()], ".symbol_type S"),
+                // Soufflé's old form, a symbol type (also at the end of the input).
+                ("Old".into(), vec!["symbol".into()], ".type Old"),
+                ("Last".into(), vec!["symbol".into()], ".type Last"),
             ]
         );
+        let bare: Vec<bool> = (p.items.iter())
+            .map(|i| matches!(i, Item::Type(t) if t.bare))
+            .collect();
+        assert_eq!(bare, [false, false, false, false, false, true, true]);
         let Item::Type(t) = &p.items[0] else {
             unreachable!()
         };
@@ -2445,10 +2469,10 @@ subOrganizationOf(?x,?z) <- [subOrganizationOf(?x,?y), subOrganizationOf(?y,?z)]
             "expected `:` and a type after the attribute `x`, found `number`",
         );
         assert_err(
-            ".type T",
+            ".type T number",
             1,
-            8,
-            "expected `<:` or `=` after the type name `T`, found end of input",
+            9,
+            "expected `<:` or `=` after the type name `T`, found `number`",
         );
         assert_err(
             ".input r(IO file)",

@@ -39,6 +39,16 @@ impl Checker<'_> {
             ast::Expr::Wildcard(s) => Err(self.err(*s, "`_` is not allowed in a fact")),
             ast::Expr::Aggregate(a) => Err(self.err(a.span, "an aggregate is not a constant")),
             ast::Expr::Str(..) | ast::Expr::Num(..) => self.constant(e, ty, what),
+            // `a + b` on symbols joins them, as in Soufflé: `cat(a, b)`.
+            ast::Expr::Binary {
+                op: ast::ArithOp::Add,
+                lhs,
+                rhs,
+                span,
+            } if ty == Type::Symbol => {
+                let cat = super::types::symbol_sum(lhs, rhs, *span);
+                self.const_expr(&cat, ty, what)
+            }
             ast::Expr::Record(branch, args, span) => {
                 let (b, fields) = self.record_shape(branch.as_ref(), args.len(), ty, *span)?;
                 let mut values = Vec::with_capacity(args.len());

@@ -278,7 +278,8 @@ fn keep_ids(p: &mut Program, previous: &[Relation]) {
     }
 }
 
-/// A warning for each `.pragma`: dynalog accepts every one (no program fails because of
+/// A warning for each `.type Name` alone (a symbol type, in Soufflé's old syntax), and
+/// one for each `.pragma`: dynalog accepts every one (no program fails because of
 /// one) and acts on none. Soufflé's pragmas set its command-line options; the one that
 /// matters for evaluation, `magic-transform`, asks for demand-driven evaluation, which
 /// dynalog does not do: every relation is evaluated in full, with the same results.
@@ -287,6 +288,14 @@ fn pragma_warnings(file: &SourceFile, program: &ast::Program) -> Vec<Diagnostic>
         .items
         .iter()
         .filter_map(|item| match item {
+            ast::Item::Type(t) if t.bare => Some(Diagnostic::at(
+                file,
+                t.span,
+                format!(
+                    "`.type {}` alone is Soufflé's old form of `.type {} <: symbol`, read as such",
+                    t.name.name, t.name.name
+                ),
+            )),
             ast::Item::Pragma(p) => Some(Diagnostic::at(
                 file,
                 p.span,

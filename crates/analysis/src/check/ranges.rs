@@ -17,8 +17,11 @@
 //!   loop; a step of 0 gives `from` alone, as in Soufflé;
 //! * and in the rule, the atom `@range_…(0, x, i)` in place of the range.
 //!
-//! The bounds must be bound by the rest of the body (not by another range's value, nor
-//! inside an aggregate: both are located errors). The relations' columns are of the
+//! The bounds must be bound by the rest of the body (not by another range's value: a
+//! located error). A range inside an aggregate's body (`n = count : { i = range(0, x),
+//! i % 2 = 0 }`) is rewritten the same way, its atom put into the aggregate's body; its
+//! bounds must be bound outside the aggregates (a located error otherwise, as is a
+//! range in the value an aggregate takes or in an aggregate inside an aggregate). The relations' columns are of the
 //! range's type: that of its arguments (a float or unsigned literal, or a variable the
 //! rest of the body types), else that of the place its value goes (a head column, an
 //! atom's column, directly or through `v = range(..)`), else `number`. They are named
@@ -62,6 +65,109 @@ fn range_in_aggregate(e: &Expr) -> Option<Span> {
         matches!(x, Expr::Aggregate(_)) && contains_range(x, true)
     })
     .map(Expr::span)
+}
+
+/// Calls `f` on every expression of the rule's head and body (not inside aggregates).
+fn each_expr_mut(rule: &mut ast::Rule, f: &mut dyn FnMut(&mut Expr)) {
+    rule.head.args.iter_mut().for_each(&mut *f);
+    for lit in &mut rule.body {
+        literal_exprs_mut(lit, f);
+    }
+}
+
+fn literal_exprs_mut(lit: &mut Literal, f: &mut dyn FnMut(&mut Expr)) {
+    match lit {
+        Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter_mut().for_each(f),
+        Literal::Compare { lhs, rhs, .. } => {
+            f(lhs);
+            f(rhs);
+        }
+    }
+}
+
+/// Calls `f` on every aggregate of `e`, in order (not on those inside an aggregate).
+fn each_aggregate_mut(e: &mut Expr, f: &mut dyn FnMut(&mut ast::Aggregate)) {
+    match e {
+        Expr::Aggregate(a) => f(a),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => each_aggregate_mut(i, f),
+        Expr::Binary { lhs, rhs, .. } => {
+            each_aggregate_mut(lhs, f);
+            each_aggregate_mut(rhs, f);
+        }
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter_mut().for_each(|a| each_aggregate_mut(a, f))
+        }
+        Expr::Field { record, .. } => each_aggregate_mut(record, f),
+        _ => {}
+    }
+}
+
+/// Take the ranges out of the bodies of the rule's aggregates (each replaced by a fresh
+/// variable), with the number of the aggregate each was in. A range in the value an
+/// aggregate takes, or in an aggregate inside an aggregate, is a located error.
+fn take_aggregate_ranges(
+    rule: &mut ast::Rule,
+    counter: &mut usize,
+    file: &dynalog_syntax::SourceFile,
+) -> Result<Vec<(usize, Taken)>, Diagnostic> {
+    let mut out = Vec::new();
+    let mut failed: Option<Diagnostic> = None;
+    let mut k = 0;
+    each_expr_mut(rule, &mut |e| {
+        each_aggregate_mut(e, &mut |agg| {
+            let this = k;
+            k += 1;
+            if failed.is_some() {
+                return;
+            }
+            if let Some(t) = agg.target.as_ref().filter(|t| contains_range(t, true)) {
+                failed = Some(super::err(
+                    file,
+                    t.span(),
+                    "`range` in the value an aggregate takes is not supported: bind it in the \
+                     aggregate's body",
+                ));
+                return;
+            }
+            for lit in &mut agg.body {
+                let mut found = Vec::new();
+                literal_exprs_mut(lit, &mut |side| {
+                    if failed.is_some() {
+                        return;
+                    }
+                    if let Some(span) = range_in_aggregate(side) {
+                        failed = Some(super::err(
+                            file,
+                            span,
+                            "`range` inside an aggregate inside an aggregate is not supported",
+                        ));
+                    } else if let Err(d) = take_ranges(side, &mut found, counter, file) {
+                        failed = Some(d);
+                    }
+                });
+                out.extend(found.into_iter().map(|t| (this, t)));
+            }
+        })
+    });
+    match failed {
+        Some(d) => Err(d),
+        None => Ok(out),
+    }
+}
+
+/// Whether a literal reads one of `vars`, also inside its aggregates.
+fn reads_any(l: &Literal, vars: &HashSet<String>) -> bool {
+    let hit = |e: &Expr| {
+        e.find(
+            true,
+            &mut |x| matches!(x, Expr::Var(v) if vars.contains(&v.name)),
+        )
+        .is_some()
+    };
+    match l {
+        Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter().any(hit),
+        Literal::Compare { lhs, rhs, .. } => hit(lhs) || hit(rhs),
+    }
 }
 
 /// A range taken out of a rule: its fresh variable, arguments and span.
@@ -153,34 +259,19 @@ impl Checker<'_> {
         let mut found = Vec::new();
         let mut counter = self.agg_vars;
         let file = self.file;
-        let check_aggregates = |e: &Expr| match range_in_aggregate(e) {
-            Some(span) => Err(super::err(
-                file,
-                span,
-                "`range` inside an aggregate is not supported: bind its value outside the \
-                 aggregate",
-            )),
-            None => Ok(()),
-        };
-        for arg in &mut rule.head.args {
-            check_aggregates(arg)?;
-            take_ranges(arg, &mut found, &mut counter, file)?;
-        }
-        for lit in &mut rule.body {
-            match lit {
-                Literal::Positive(a) | Literal::Negative(a, _) => {
-                    for arg in &mut a.args {
-                        check_aggregates(arg)?;
-                        take_ranges(arg, &mut found, &mut counter, file)?;
-                    }
-                }
-                Literal::Compare { lhs, rhs, .. } => {
-                    for side in [lhs, rhs] {
-                        check_aggregates(side)?;
-                        take_ranges(side, &mut found, &mut counter, file)?;
-                    }
-                }
+        // The ranges in aggregates' bodies, by the aggregate's number in the rule.
+        let in_aggregates = take_aggregate_ranges(&mut rule, &mut counter, file)?;
+        let inner: HashSet<String> = in_aggregates.iter().map(|(_, t)| t.var.clone()).collect();
+        let mut failed = None;
+        each_expr_mut(&mut rule, &mut |e| {
+            if failed.is_none()
+                && let Err(d) = take_ranges(e, &mut found, &mut counter, file)
+            {
+                failed = Some(d);
             }
+        });
+        if let Some(d) = failed {
+            return Err(d);
         }
         self.agg_vars = counter;
         let fresh: HashSet<String> = found.iter().map(|t| t.var.clone()).collect();
@@ -195,6 +286,7 @@ impl Checker<'_> {
         for t in &found {
             for (k, l) in written.iter().enumerate() {
                 if !taken[k]
+                    && !reads_any(l, &inner)
                     && literal_vars(l)
                         .iter()
                         .all(|v| !fresh.contains(v) || done.contains(v))
@@ -205,27 +297,16 @@ impl Checker<'_> {
             }
             let bound = grounded_by(&context, &HashSet::new());
             let var_type = self.context_types(&context)?;
-            if !(2..=3).contains(&t.args.len()) {
-                return Err(self.err(
-                    t.span,
-                    "`range(from, to)` or `range(from, to, step)` takes two or three arguments",
-                ));
-            }
-            for a in &t.args {
-                let mut vs = Vec::new();
-                expr_vars(a, &mut vs);
-                if let Some(v) = vs.iter().find(|v| !bound.contains(*v)) {
-                    let msg = if fresh.contains(v) {
-                        "a `range` cannot take its bounds from a `range` after it".to_string()
-                    } else {
-                        format!(
-                            "variable `{v}` is not grounded: the bounds of a `range` must be \
-                             bound by the rest of the body"
-                        )
-                    };
-                    return Err(self.err(a.span(), msg));
+            self.check_bounds(t, &bound, &|v| {
+                if fresh.contains(v) {
+                    "a `range` cannot take its bounds from a `range` after it".to_string()
+                } else {
+                    format!(
+                        "variable `{v}` is not grounded: the bounds of a `range` must be \
+                         bound by the rest of the body"
+                    )
                 }
-            }
+            })?;
             let ty = self.range_type(t, &rule, &var_type);
             let (base, rules) = self.range_rules(t, &context, ty)?;
             out.extend(rules);
@@ -236,8 +317,65 @@ impl Checker<'_> {
             rule.body.push(range_atom);
             done.insert(t.var.clone());
         }
+        // A range in an aggregate's body counts from bounds the rule's body binds
+        // outside the aggregates (`n = count : { i = range(0, x), ... }` with `x` bound
+        // outside): its need rule is made of the rule's literals that read no range in
+        // an aggregate, and its atom goes into the aggregate's body.
+        let context: Vec<Literal> = (rule.body.iter())
+            .filter(|l| !reads_any(l, &inner))
+            .cloned()
+            .collect();
+        let bound = grounded_by(&context, &HashSet::new());
+        for (k, t) in &in_aggregates {
+            self.check_bounds(t, &bound, &|v| {
+                format!(
+                    "variable `{v}` is not bound outside the aggregate: the bounds of a `range` \
+                     inside an aggregate must be bound by the rest of the rule's body"
+                )
+            })?;
+            let var_type = self.context_types(&context)?;
+            let ty = self.range_type(t, &rule, &var_type);
+            let (base, rules) = self.range_rules(t, &context, ty)?;
+            out.extend(rules);
+            let mut args = t.args.clone();
+            args.push(var(&t.var, t.span));
+            let range_atom = Literal::Positive(atom(&base, args, t.span));
+            let mut n = 0;
+            each_expr_mut(&mut rule, &mut |e| {
+                each_aggregate_mut(e, &mut |agg| {
+                    if n == *k {
+                        agg.body.push(range_atom.clone());
+                    }
+                    n += 1;
+                })
+            });
+        }
         out.push(rule);
         Ok(out)
+    }
+
+    /// That `t` has two or three arguments, and that `bound` binds their variables
+    /// (`unbound(v)` is the error's message when it does not bind `v`).
+    fn check_bounds(
+        &self,
+        t: &Taken,
+        bound: &HashSet<String>,
+        unbound: &dyn Fn(&str) -> String,
+    ) -> Result<(), Diagnostic> {
+        if !(2..=3).contains(&t.args.len()) {
+            return Err(self.err(
+                t.span,
+                "`range(from, to)` or `range(from, to, step)` takes two or three arguments",
+            ));
+        }
+        for a in &t.args {
+            let mut vs = Vec::new();
+            expr_vars(a, &mut vs);
+            if let Some(v) = vs.iter().find(|v| !bound.contains(*v)) {
+                return Err(self.err(a.span(), unbound(v)));
+            }
+        }
+        Ok(())
     }
 
     /// The types the context's atoms give its variables (by first occurrence).

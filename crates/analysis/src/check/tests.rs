@@ -200,7 +200,7 @@ fn error_types() {
         "symbols can only be compared with = and !=",
     );
     check_err(
-        ".decl s(x: symbol)\n.decl n(x: symbol)\nn(x + x) :- s(x).\n",
+        ".decl s(x: symbol)\n.decl n(x: symbol)\nn(x - x) :- s(x).\n",
         3,
         3,
         "arithmetic on symbols",
@@ -840,11 +840,28 @@ fn error_ranges() {
         6,
         "type mismatch: this range's value is a float, but column 2 of `r` needs a number",
     );
+    // In an aggregate: bounds bound outside it (the evaluation is in the golden suite's
+    // `range` case), not inside it, nor in the aggregated value or a nested aggregate.
     check_err(
-        &format!("{decls}r(x, n) :- n(x), n = count : {{ r(x, range(0, 3)) }}.\n"),
+        &format!("{decls}r(x, n) :- n(x), n = count : {{ n(y), i = range(0, y) }}.\n"),
         3,
-        22,
-        "`range` inside an aggregate is not supported: bind its value outside the aggregate",
+        51,
+        "variable `y` is not bound outside the aggregate: the bounds of a `range` inside an \
+         aggregate must be bound by the rest of the rule's body",
+    );
+    check_err(
+        &format!("{decls}r(x, n) :- n(x), n = sum range(0, 3) : {{ n(x) }}.\n"),
+        3,
+        26,
+        "`range` in the value an aggregate takes is not supported",
+    );
+    check_err(
+        &format!(
+            "{decls}r(x, n) :- n(x), n = count : {{ n(y), y = count : {{ i = range(0, 3) }} }}.\n"
+        ),
+        3,
+        42,
+        "`range` inside an aggregate inside an aggregate is not supported",
     );
     check_err(
         &format!("{decls}r(x, i) :- n(x), i = range(0, j), j = range(0, x).\n"),

@@ -10,7 +10,7 @@ use super::{Checker, visit_vars};
 use crate::ir::{self, RelId, Term};
 use crate::value::{Type, Value};
 use dynalog_syntax::ast;
-use dynalog_syntax::{CmpOp, Diagnostic};
+use dynalog_syntax::{CmpOp, Diagnostic, Span};
 
 /// The inferred type of every slot of a rule.
 pub(super) struct Typing {
@@ -364,6 +364,15 @@ impl Checker<'_> {
                     index: *index as u32,
                 }
             }
+            // `a + b` on symbols joins them, as in Soufflé: `cat(a, b)`.
+            ast::Expr::Binary {
+                op: ast::ArithOp::Add,
+                lhs,
+                rhs,
+                span,
+            } if ty == Type::Symbol => {
+                return self.expr(rc, &symbol_sum(lhs, rhs, *span), ty, var_types);
+            }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
             | ast::Expr::Binary {
@@ -678,6 +687,11 @@ pub(super) fn infer_type(
         ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => infer_type(i, var),
         ast::Expr::Binary { lhs, rhs, .. } => infer_type(lhs, var).or_else(|| infer_type(rhs, var)),
     }
+}
+
+/// `lhs + rhs` on symbols, as Soufflé reads it: `cat(lhs, rhs)`.
+pub(super) fn symbol_sum(lhs: &ast::Expr, rhs: &ast::Expr, span: Span) -> ast::Expr {
+    ast::Expr::Call(ast::Functor::Cat, vec![lhs.clone(), rhs.clone()], span)
 }
 
 /// The operand type of a functor on symbols: for `to_string` (whose operand may be of
