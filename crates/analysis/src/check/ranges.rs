@@ -170,6 +170,13 @@ fn reads_any(l: &Literal, vars: &HashSet<String>) -> bool {
     }
 }
 
+/// The atom of the range relation `base` that gives `t`'s values to its variable.
+fn range_atom(base: &str, t: &Taken) -> Literal {
+    let mut args = t.args.clone();
+    args.push(var(&t.var, t.span));
+    Literal::Positive(atom(base, args, t.span))
+}
+
 /// A range taken out of a rule: its fresh variable, arguments and span.
 struct Taken {
     var: String,
@@ -310,9 +317,7 @@ impl Checker<'_> {
             let ty = self.range_type(t, &rule, &var_type);
             let (base, rules) = self.range_rules(t, &context, ty)?;
             out.extend(rules);
-            let mut args = t.args.clone();
-            args.push(var(&t.var, t.span));
-            let range_atom = Literal::Positive(atom(&base, args, t.span));
+            let range_atom = range_atom(&base, t);
             context.push(range_atom.clone());
             rule.body.push(range_atom);
             done.insert(t.var.clone());
@@ -326,6 +331,7 @@ impl Checker<'_> {
             .cloned()
             .collect();
         let bound = grounded_by(&context, &HashSet::new());
+        let var_type = self.context_types(&context)?;
         for (k, t) in &in_aggregates {
             self.check_bounds(t, &bound, &|v| {
                 format!(
@@ -333,13 +339,10 @@ impl Checker<'_> {
                      inside an aggregate must be bound by the rest of the rule's body"
                 )
             })?;
-            let var_type = self.context_types(&context)?;
             let ty = self.range_type(t, &rule, &var_type);
             let (base, rules) = self.range_rules(t, &context, ty)?;
             out.extend(rules);
-            let mut args = t.args.clone();
-            args.push(var(&t.var, t.span));
-            let range_atom = Literal::Positive(atom(&base, args, t.span));
+            let range_atom = range_atom(&base, t);
             let mut n = 0;
             each_expr_mut(&mut rule, &mut |e| {
                 each_aggregate_mut(e, &mut |agg| {
