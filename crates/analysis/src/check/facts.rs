@@ -48,6 +48,7 @@ impl Checker<'_> {
             } if ty == Type::Symbol => {
                 let cat = super::types::symbol_sum(lhs, rhs, *span);
                 self.const_expr(&cat, ty, what)
+                    .map_err(super::types::as_symbol_sum)
             }
             ast::Expr::Record(branch, args, span) => {
                 let (b, fields) = self.record_shape(branch.as_ref(), args.len(), ty, *span)?;

@@ -199,6 +199,13 @@ fn error_types() {
         21,
         "symbols can only be compared with = and !=",
     );
+    // `+` on symbols is `cat`, and its errors say `+`.
+    check_err(
+        ".decl n(x: number)\n.decl s(x: symbol)\ns(x + \"a\") :- n(x).\n",
+        3,
+        3,
+        "type mismatch: variable `x` is a number, but argument 1 of `+` on symbols needs a symbol",
+    );
     check_err(
         ".decl s(x: symbol)\n.decl n(x: symbol)\nn(x - x) :- s(x).\n",
         3,

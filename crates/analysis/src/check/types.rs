@@ -371,7 +371,9 @@ impl Checker<'_> {
                 rhs,
                 span,
             } if ty == Type::Symbol => {
-                return self.expr(rc, &symbol_sum(lhs, rhs, *span), ty, var_types);
+                return self
+                    .expr(rc, &symbol_sum(lhs, rhs, *span), ty, var_types)
+                    .map_err(as_symbol_sum);
             }
             ast::Expr::Neg(inner, span)
             | ast::Expr::Unary(_, inner, span)
@@ -692,6 +694,14 @@ pub(super) fn infer_type(
 /// `lhs + rhs` on symbols, as Soufflé reads it: `cat(lhs, rhs)`.
 pub(super) fn symbol_sum(lhs: &ast::Expr, rhs: &ast::Expr, span: Span) -> ast::Expr {
     ast::Expr::Call(ast::Functor::Cat, vec![lhs.clone(), rhs.clone()], span)
+}
+
+/// An error in `lhs + rhs` on symbols, about that `+` (not the `cat` it stands for).
+pub(super) fn as_symbol_sum(d: Diagnostic) -> Diagnostic {
+    Diagnostic {
+        message: d.message.replace("of `cat`", "of `+` on symbols"),
+        ..d
+    }
 }
 
 /// The operand type of a functor on symbols: for `to_string` (whose operand may be of
