@@ -161,28 +161,6 @@ impl Checker<'_> {
         if renamed.is_empty() {
             return Ok(None);
         }
-        // A negation of a recursive choice in its own rules is a negation through
-        // recursion (the choice's own negations of it are the rewrite's).
-        for item in &program.items {
-            if let Item::Rule(rule) = item
-                && rounds.iter().any(|(r, _)| *r == rule.head.relation.name)
-                && let Some(at) = rule.body.iter().find_map(|l| match l {
-                    Literal::Negative(a, at) if a.relation.name == rule.head.relation.name => {
-                        Some(*at)
-                    }
-                    _ => None,
-                })
-            {
-                let name = &rule.head.relation.name;
-                return Err(self.err(
-                    at,
-                    format!(
-                        "negation through recursion: `{name}` depends negatively on `{name}`, \
-                         which depends on it again (cycle: {name} -> {name})"
-                    ),
-                ));
-            }
-        }
         let mut out = program.clone();
         for item in &mut out.items {
             if let Item::Rule(rule) = item
@@ -191,6 +169,21 @@ impl Checker<'_> {
                 if let Some((_, key)) = rounds.iter().find(|(r, _)| *r == rule.head.relation.name)
                     && !rule.body.is_empty()
                 {
+                    // A negation of a recursive choice in its own rules is a negation
+                    // through recursion (the negations added here are the rewrite's).
+                    let name = &rule.head.relation.name;
+                    if let Some(at) = rule.body.iter().find_map(|l| match l {
+                        Literal::Negative(a, at) if a.relation.name == *name => Some(*at),
+                        _ => None,
+                    }) {
+                        return Err(self.err(
+                            at,
+                            format!(
+                                "negation through recursion: `{name}` depends negatively on \
+                                 `{name}`, which depends on it again (cycle: {name} -> {name})"
+                            ),
+                        ));
+                    }
                     // A candidate of a domain value already chosen would never be
                     // chosen: it is not derived (`crate::ir::Chosen`).
                     let at = rule.head.span;

@@ -264,10 +264,18 @@ pub(super) fn stratify(
     for (i, a) in aggregates.iter().enumerate() {
         aggs_of_comp[comp_of[a.head as usize]].push(i);
     }
+    // Per component: whether it is recursive, and its subsumed or chosen relation.
     let mut recursive_comp = vec![false; comps.len()];
+    let mut subsumption_of: Vec<Option<Subsumed>> = vec![None; comps.len()];
+    let mut choice_of: Vec<Option<Chosen>> = vec![None; comps.len()];
     for d in &deps {
-        if comp_of[d.head] == comp_of[d.body] {
-            recursive_comp[comp_of[d.head]] = true;
+        let c = comp_of[d.head];
+        if c == comp_of[d.body] {
+            recursive_comp[c] = true;
+            if d.negated {
+                subsumption_of[c] = subsumption_of[c].or_else(|| subsumed_by(relations, d));
+                choice_of[c] = choice_of[c].or_else(|| chosen_by(relations, d));
+            }
         }
     }
     let mut strata = Vec::new();
@@ -279,14 +287,7 @@ pub(super) fn stratify(
             continue;
         }
         let recursive = recursive_comp[ci];
-        let subsumption = deps
-            .iter()
-            .filter(|d| comp_of[d.head] == ci && comp_of[d.body] == ci)
-            .find_map(|d| subsumed_by(relations, d));
-        let choice = deps
-            .iter()
-            .filter(|d| comp_of[d.head] == ci && comp_of[d.body] == ci)
-            .find_map(|d| chosen_by(relations, d));
+        let (subsumption, choice) = (subsumption_of[ci], choice_of[ci]);
         stratum_of_comp[ci] = strata.len();
         strata.push(Stratum {
             relations: comp.iter().map(|&r| r as RelId).collect(),
