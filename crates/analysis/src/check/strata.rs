@@ -326,12 +326,7 @@ fn written_name(name: &str) -> Option<&str> {
     if !name.starts_with('@') {
         return Some(name);
     }
-    crate::ir::is_candidates(name).then(|| {
-        let stem = &name[1..];
-        stem.strip_suffix("_choice_in")
-            .or_else(|| stem.strip_suffix("_sub_in"))
-            .unwrap_or(stem)
-    })
+    crate::ir::candidates_for(name)
 }
 
 /// The relation `r` and its dominated candidates when `d` is a negation in the rule

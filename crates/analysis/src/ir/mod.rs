@@ -94,7 +94,15 @@ pub fn subsumption_candidates(relation: &str) -> String {
 /// [`subsumption_candidates`]): its rules are the ones written for the chosen or
 /// subsumed relation.
 pub fn is_candidates(name: &str) -> bool {
-    name.starts_with('@') && (name.ends_with("_choice_in") || name.ends_with("_sub_in"))
+    candidates_for(name).is_some()
+}
+
+/// The chosen or subsumed relation whose candidates `name` holds, if it is a relation
+/// of candidates ([`is_candidates`]).
+pub fn candidates_for(name: &str) -> Option<&str> {
+    let stem = name.strip_prefix('@')?;
+    stem.strip_suffix("_choice_in")
+        .or_else(|| stem.strip_suffix("_sub_in"))
 }
 
 /// An argument of a body atom.
