@@ -12,7 +12,8 @@ pub struct BenchArgs {
     /// Available: tc-tiny, tc-rand1k, tc-rmat1k, tc-rmat10k, tc-gnp5000, rhodf-lubm1,
     /// owl2rl-lubm1, rhodf-lubm10, owl2rl-lubm10, stats-rand1k, stats-rmat1k
     /// (aggregates), strings-rand1k, strings-rmat1k (string functors), paths-rand1k,
-    /// paths-rmat1k (shortest paths by subsumption), rhodf-lubm50, owl2rl-lubm50.
+    /// paths-rmat1k (shortest paths by subsumption), trees-rand1k, trees-rmat1k
+    /// (spanning trees by a recursive choice), rhodf-lubm50, owl2rl-lubm50.
     #[arg(long, value_delimiter = ',')]
     pub workloads: Vec<String>,
     /// Engines, comma-separated [default: every engine, and souffle].

@@ -230,6 +230,18 @@ fn a_process_past_the_time_limit_is_reported_as_oot_not_as_a_failure() {
 }
 
 #[test]
+fn the_help_names_every_workload() {
+    let help = dynalog_ok(&["bench", "--help"]);
+    for w in dynalog_bench::workload::WORKLOADS {
+        assert!(
+            help.contains(w.name),
+            "`bench --help` does not name {}",
+            w.name
+        );
+    }
+}
+
+#[test]
 fn bad_arguments_are_clear_errors() {
     for (args, expected) in [
         (
