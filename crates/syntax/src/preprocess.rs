@@ -1471,8 +1471,23 @@ mod tests {
         }
     }
 
-    /// A folder of files for include tests.
-    fn folder(files: &[(&str, &str)]) -> PathBuf {
+    /// A folder of files for include tests, removed when dropped.
+    struct Folder(PathBuf);
+
+    impl std::ops::Deref for Folder {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn folder(files: &[(&str, &str)]) -> Folder {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -1485,7 +1500,7 @@ mod tests {
             std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
             std::fs::write(path, text).expect("write");
         }
-        dir
+        Folder(dir)
     }
 
     #[test]
