@@ -220,6 +220,10 @@ fn the_first_commit_can_be_refused_too() {
         e.insert(edge, &[3, 4]);
         let err = e.commit().expect_err("6 edges and paths over 3");
         assert_eq!(err.limit(), Some(LimitExceeded::Changes(3)), "{name}");
+        // Nothing is materialized yet (`diff` read its stopped workers' tables here).
+        let path = p.relation_id("path").expect("path");
+        assert_eq!((e.len(edge), e.len(path)), (0, 0), "{name}: refused");
+        assert!(!e.contains(edge, &[1, 2]), "{name}: refused");
         e.set_limits(changes_limit(5)).expect("limits");
         // The inline facts are still there (2 edges, 3 paths): within 5.
         e.commit().expect("the inline facts alone");

@@ -290,8 +290,15 @@ pub(crate) fn build<R: Row>(
             );
             let derived = derived.filter(|r| r.as_ref()[0] & AGG == 0);
             // distinct, on the facts' workers (placed by `fact_route` above).
-            let (result, meter) = distinct(base.concat(derived).concat(aggregated));
+            let (result, meter, table) = distinct(base.concat(derived).concat(aggregated));
             meters.push(meter);
+            // In one process, every change of a fact leaves the loop on the worker of
+            // its `distinct`, whose table is then the worker's share of the
+            // materialization: the handle reads it and keeps no copy. With several,
+            // the changes are gathered to worker 0, whose part keeps a copy.
+            if !gather {
+                lock(&mirror).share(table);
+            }
             variable.set(result.clone());
             result
                 .inspect_batch(move |_, data| {
@@ -331,7 +338,7 @@ pub(crate) fn build<R: Row>(
         let (probe, _) = result
             .inspect_batch(move |_, data| {
                 let mut part = lock(&part);
-                if part.mode.apply {
+                if part.applies() {
                     for (d, _, r) in data {
                         part.change(d.as_ref(), *r);
                     }

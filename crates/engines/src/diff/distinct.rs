@@ -33,12 +33,14 @@
 //! spines, and with one list of steps per fact instead of two arrangements.
 
 use super::memory::{Meter, Usage, vec_bytes};
+use super::mirror::Table;
 use super::steps::{Facts, Step, Steps};
 use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::operator::Operator;
@@ -62,6 +64,11 @@ impl History {
             }
         };
         &mut self.steps[i]
+    }
+
+    /// The presence after the last step.
+    fn presence(&self) -> i32 {
+        self.steps.iter().map(|s| s.output()).sum()
     }
 
     /// Bring the presence at `round` in line with the count there: the change to emit
@@ -97,9 +104,10 @@ impl History {
 
 /// Process the updates of one time at `round` (changes, and re-evaluations with
 /// multiplicity 0): for each, `emit(fact, presence change, later round to evaluate
-/// again)`. The changes come first, then the re-evaluations (see `distinct`).
+/// again)`. The changes come first, then the re-evaluations (see `distinct`). Keeps
+/// the count of present facts per relation (see [`Materialized`]).
 fn process<R: Row>(
-    facts: &mut Facts<R>,
+    table: &mut Materialized<R>,
     updates: &[(R, Mult)],
     round: u32,
     mut emit: impl FnMut(R, Mult, Option<u32>),
@@ -108,16 +116,20 @@ fn process<R: Row>(
     let reevaluations = updates.iter().filter(|u| u.1 == 0);
     let mut history = History::default();
     for &(f, d) in changes.chain(reevaluations) {
+        let relation = table.relation(f.as_ref()[0]);
+        let facts = &mut relation.facts;
         let slot = facts.find(&f);
         match slot {
             Some(slot) => facts.steps(slot, &mut history.steps),
             None if d == 0 => continue,
             None => history.steps.clear(),
         }
+        let before = history.presence();
         if d != 0 {
             history.at(round).add_input(d);
         }
         let (change, wrong) = history.evaluate(round);
+        relation.present += (history.presence() - before) as isize;
         match (slot, history.steps.is_empty()) {
             (Some(slot), true) => facts.remove(slot),
             (Some(slot), false) => facts.set_steps(slot, &history.steps),
@@ -132,14 +144,113 @@ fn process<R: Row>(
     }
 }
 
+/// A worker's facts as the `distinct` keeps them, which is also the worker's share of
+/// the materialization: a fact is in it when its presence after its last step is 1.
+/// Between commits the handle reads it (module `mirror`) instead of keeping a copy of
+/// its own. One table per relation id (relations are few, and their ids dense), so a
+/// relation's facts are read without a scan of the others', and each table's rows are
+/// as wide as its own facts need.
+#[derive(Default)]
+pub(crate) struct Materialized<R> {
+    relations: Vec<Relation<R>>,
+}
+
+/// The facts of one relation, and how many of them are present.
+#[derive(Default)]
+struct Relation<R> {
+    facts: Facts<R>,
+    present: isize,
+}
+
+impl<R: Row> Materialized<R> {
+    /// The table of relation `rel`, made if missing.
+    fn relation(&mut self, rel: u32) -> &mut Relation<R> {
+        let rel = rel as usize;
+        if self.relations.len() <= rel {
+            self.relations.resize_with(rel + 1, Relation::default);
+        }
+        &mut self.relations[rel]
+    }
+
+    fn len(&self) -> usize {
+        self.relations.iter().map(|r| r.facts.len()).sum()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.relations.iter().map(|r| r.facts.bytes()).sum::<u64>()
+            + (self.relations.capacity() * std::mem::size_of::<Relation<R>>()) as u64
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        for r in &mut self.relations {
+            r.facts.shrink_if_sparse();
+        }
+    }
+}
+
+impl<R: Row + Send> Table for Mutex<Materialized<R>> {
+    fn len(&self, rel: usize) -> usize {
+        let table = lock_table(self);
+        table
+            .relations
+            .get(rel)
+            .map_or(0, |r| r.present.max(0) as usize)
+    }
+
+    fn contains(&self, rel: usize, tuple: &[u32]) -> bool {
+        let mut row = R::default();
+        let words = row.as_mut();
+        if 1 + tuple.len() > words.len() {
+            return false;
+        }
+        words[0] = rel as u32;
+        words[1..=tuple.len()].copy_from_slice(tuple);
+        let table = lock_table(self);
+        table
+            .relations
+            .get(rel)
+            .is_some_and(|r| r.facts.find(&row).is_some_and(|slot| r.facts.present(slot)))
+    }
+
+    fn for_each(&self, rel: usize, arity: usize, f: &mut dyn FnMut(&[u32])) {
+        let table = lock_table(self);
+        let Some(relation) = table.relations.get(rel) else {
+            return;
+        };
+        let mut tuple = vec![0u32; arity];
+        relation.facts.for_each_present(|row| {
+            // The stored words end at the table's stride: a fact's last values may be
+            // zeros that are not stored, or words of a wider relation's columns.
+            let values = row.get(1..).unwrap_or(&[]);
+            let stored = values.len().min(arity);
+            tuple[..stored].copy_from_slice(&values[..stored]);
+            tuple[stored..].fill(0);
+            f(&tuple);
+        });
+    }
+}
+
+/// A worker's table, shared by its `distinct` and the handle.
+pub(crate) type SharedTable<R> = Arc<Mutex<Materialized<R>>>;
+
+/// Lock the table. A worker that panicked while holding it has failed the engine
+/// already (its reply says so); the table is still readable.
+fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
+    table
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// `distinct(input)`: every fact with a positive count, once. Every update of a fact
 /// must reach the same worker: the caller places them (the operator does not move
 /// them, which saves the circuit an exchange in every round).
-/// Also returns the meter of the operator's state (see [`State::usage`]).
-pub(crate) fn distinct<'s, R: Row>(
+/// Also returns the meter of the operator's state (see [`State::usage`]) and its
+/// table of facts, the worker's share of the materialization (see [`Materialized`]).
+pub(crate) fn distinct<'s, R: Row + Send>(
     input: VecCollection<'s, Inner, R, Mult>,
-) -> (VecCollection<'s, Inner, R, Mult>, Meter) {
+) -> (VecCollection<'s, Inner, R, Mult>, Meter, SharedTable<R>) {
     let state: Rc<RefCell<State<R>>> = Rc::default();
+    let table = state.borrow().table.clone();
     let shared = state.clone();
     let meter = Meter::new("distinct (facts, round histories)", move || {
         shared.borrow().usage()
@@ -150,7 +261,8 @@ pub(crate) fn distinct<'s, R: Row>(
             let mut held = CapabilitySet::new();
             move |(input, frontier), output| {
                 let mut state = state.borrow_mut();
-                let State { facts, pending } = &mut *state;
+                let State { table, pending } = &mut *state;
+                let mut table = lock_table(table);
                 input.for_each(|cap, data| {
                     for c in cap.retain_stamp(0).iter() {
                         held.insert(c.clone());
@@ -193,7 +305,7 @@ pub(crate) fn distinct<'s, R: Row>(
                     let t = Product::new(epoch, round);
                     let cap = held.delayed(&t);
                     let mut session = output.session(&cap);
-                    process(facts, &updates, round, |f, change, wrong| {
+                    process(&mut table, &updates, round, |f, change, wrong| {
                         if change != 0 {
                             session.give((f, t, change));
                         }
@@ -209,18 +321,18 @@ pub(crate) fn distinct<'s, R: Row>(
                     hold_only(&mut held, pending.keys().map(|&(e, r)| Product::new(e, r)));
                 }
                 if done {
-                    facts.shrink_if_sparse();
+                    table.shrink_if_sparse();
                 }
             }
         });
-    (VecCollection::new(stream), meter)
+    (VecCollection::new(stream), meter, table)
 }
 
 /// The operator's state: the facts' histories, and the updates waiting for their time
 /// (changes, and re-evaluations with multiplicity 0).
 #[derive(Default)]
 struct State<R> {
-    facts: Facts<R>,
+    table: SharedTable<R>,
     pending: BTreeMap<(u32, u32), Vec<(R, Mult)>>,
 }
 
@@ -228,9 +340,10 @@ impl<R: Row> State<R> {
     /// Facts held, and the bytes of their table and of the pending updates.
     fn usage(&self) -> Usage {
         let pending: u64 = self.pending.values().map(vec_bytes).sum();
+        let table = lock_table(&self.table);
         Usage {
-            records: self.facts.len() as u64,
-            bytes: self.facts.bytes() + pending,
+            records: table.len() as u64,
+            bytes: table.bytes() + pending,
         }
     }
 }
@@ -287,22 +400,95 @@ mod tests {
     }
 
     #[test]
+    fn the_table_answers_as_the_materialization() {
+        // Relation 1 is ternary; relation 2 unary. Facts are stored up to their last
+        // non-zero word, so (1, 4, 0) is stored as [1, 1, 4] until a wider fact comes.
+        let table: Mutex<Materialized<[u32; 8]>> = Mutex::default();
+        let mut emitted = 0;
+        {
+            let mut t = lock_table(&table);
+            let updates = [
+                ([1, 1, 4, 0, 0, 0, 0, 0], 1),
+                ([2, 9, 0, 0, 0, 0, 0, 0], 2),
+                ([1, 2, 0, 0, 0, 0, 0, 0], 1),
+            ];
+            process(&mut t, &updates, 1, |_, c, _| emitted += c);
+            // Derived at round 3 and lost at round 5: in the table, not present.
+            process(&mut t, &[([1, 7, 7, 7, 0, 0, 0, 0], 1)], 3, |_, c, _| {
+                emitted += c
+            });
+            process(&mut t, &[([1, 7, 7, 7, 0, 0, 0, 0], -1)], 5, |_, c, _| {
+                emitted += c
+            });
+        }
+        assert_eq!(emitted, 3);
+        // The row of zeros (relation 0, values 0) is stored in no words at all.
+        let zeros: Mutex<Materialized<[u32; 8]>> = Mutex::default();
+        process(&mut lock_table(&zeros), &[([0; 8], 1)], 1, |_, _, _| {});
+        let mut got = Vec::new();
+        zeros.for_each(0, 2, &mut |t| got.push(t.to_vec()));
+        assert_eq!(got, vec![vec![0, 0]]);
+        assert!(zeros.contains(0, &[0, 0]) && zeros.len(0) == 1);
+        assert_eq!(table.len(1), 2);
+        assert_eq!(table.len(2), 1);
+        assert_eq!(table.len(3), 0);
+        assert!(table.contains(1, &[1, 4, 0]));
+        assert!(table.contains(2, &[9]));
+        assert!(!table.contains(1, &[7, 7, 7]), "lost at round 5");
+        assert!(!table.contains(1, &[1, 4, 1]));
+        assert!(!table.contains(1, &[0; 9]), "wider than a row");
+        let all = |rel, arity| {
+            let mut all = Vec::new();
+            table.for_each(rel, arity, &mut |t| all.push(t.to_vec()));
+            all.sort();
+            all
+        };
+        assert_eq!(all(1, 3), vec![vec![1, 4, 0], vec![2, 0, 0]]);
+        assert_eq!(all(2, 1), vec![vec![9]]);
+        // A wider fact widens the rows: the ternary facts still
+        // come out at their arity, the unary ones at theirs.
+        process(
+            &mut lock_table(&table),
+            &[([3, 1, 2, 3, 4, 5, 0, 0], 1)],
+            6,
+            |_, _, _| {},
+        );
+        assert_eq!(all(1, 3), vec![vec![1, 4, 0], vec![2, 0, 0]]);
+        assert_eq!(all(2, 1), vec![vec![9]]);
+        assert_eq!(all(3, 5), vec![vec![1, 2, 3, 4, 5]]);
+        // Retracting a fact's support takes it out.
+        process(
+            &mut lock_table(&table),
+            &[([2, 9, 0, 0, 0, 0, 0, 0], -2)],
+            1,
+            |_, _, _| {},
+        );
+        assert_eq!(table.len(2), 0);
+        assert!(all(2, 1).is_empty());
+    }
+
+    #[test]
     fn a_moot_reevaluation_emits_nothing() {
         // Derived 5 times at round 1 and once at round 2 (from itself, as
         // `T(x, "rdf:type", "rdfs:Resource") :- T(x, _, _)` does); then the rule goes.
         let f = [0u32, 7, 1];
-        let mut facts = Facts::default();
-        facts.insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
+        let mut table = Materialized::default();
+        let relation = table.relation(0);
+        relation
+            .facts
+            .insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
+        relation.present = 1;
         let mut out = Vec::new();
-        process(&mut facts, &[(f, -5)], 1, |f, c, w| out.push((f, c, w)));
+        process(&mut table, &[(f, -5)], 1, |f, c, w| out.push((f, c, w)));
         // Absent from round 1, but the count says present at 2: look again there.
         assert_eq!(out, vec![(f, -1, Some(2))]);
         out.clear();
         // At round 2 the re-evaluation was queued before the change that makes it moot.
-        process(&mut facts, &[(f, 0), (f, -1)], 2, |f, c, w| {
+        process(&mut table, &[(f, 0), (f, -1)], 2, |f, c, w| {
             out.push((f, c, w))
         });
         assert_eq!(out, vec![], "no +1 and -1 at round 2");
-        assert!(facts.is_empty());
+        assert_eq!(table.len(), 0);
+        assert_eq!(table.relation(0).present, 0);
     }
 }

@@ -1,30 +1,58 @@
-//! The handle's copy of the materialization (what [`crate::Engine::len`],
-//! [`crate::Engine::facts`] and [`crate::Engine::contains`] answer from): per relation a
-//! flat hash set of rows, split into one part per worker of this process, which the
-//! worker itself updates as its changes leave the loop.
+//! What the handle answers [`crate::Engine::len`], [`crate::Engine::facts`] and
+//! [`crate::Engine::contains`] from: the materialization, in one part per worker of
+//! this process.
 //!
 //! Every change of a fact reaches one worker (the one its `distinct` runs on, or worker
 //! 0 when a cluster gathers the output), so a part ends the commit as the
-//! materialization's share of its worker once all the changes of the commit are added
-//! up. On the way, a fact's count may leave {0, 1}: the changes of a commit come in the
-//! order of their rounds, and the presence at round 0 of a commit is not the presence
-//! at the end of the one before (a base fact inserted that was derived at round 2:
-//! `+1` at round 0, `-1` at round 2, while the fact is in the set). A change that does
-//! not fit the set (a `+1` of a present fact, a `-1` of an absent one) is kept aside
-//! and settled when the commit ends ([`Part::settle`]); in a load, the first commit
-//! of a dataflow, there are none. (Before, each worker kept
-//! its changes until the commit ended, sorted them, and the handle inserted them one
-//! by one on its own thread: on tc-gnp5000, 24.7M changes held twice, in the workers'
-//! buffers and in the growing copy, at the end of the load, which was its peak.)
+//! materialization's share of its worker. A part is one of two things:
 //!
-//! A commit that a limit may refuse must leave the copy as it was: its changes are
-//! recorded instead, and the handle applies them once the commit is accepted
-//! ([`Mode`]). A rebuilt dataflow fills a new copy, which replaces the old one when
-//! the commit succeeds.
+//! * **the worker's table** ([`Table`], [`Part::share`]), in one process: the
+//!   `distinct` keeps every fact of its worker with its steps, and a fact is in the
+//!   materialization when its presence after its last step is 1. The handle reads the
+//!   table between commits, and keeps no copy of its own: on transitive closure that
+//!   was a flat hash set of rows, 19 bytes per fact, and a hash insert per change in
+//!   the middle of the loop. What the table holds during a commit is that commit's
+//!   state, so a commit that a limit refused leaves it stopped half-way: the handle
+//!   rolls back by rebuilding the dataflow (`Diff::roll_back`), and reads nothing in
+//!   between.
+//! * **a copy** (per relation a flat hash set of rows), in a cluster, where the
+//!   changes are gathered to worker 0 of process 0 and the other processes' tables are
+//!   out of reach. Worker 0 applies its changes to it as they leave the loop. On the
+//!   way, a fact's count may leave {0, 1}: the changes of a commit come in the order of
+//!   their rounds, and the presence at round 0 of a commit is not the presence at the
+//!   end of the one before (a base fact inserted that was derived at round 2: `+1` at
+//!   round 0, `-1` at round 2, while the fact is in the set). A change that does not
+//!   fit the set (a `+1` of a present fact, a `-1` of an absent one) is kept aside and
+//!   settled when the commit ends ([`Part::settle`]); in a load, the first commit of a
+//!   dataflow, there are none. A commit that a limit may refuse must leave the copy as
+//!   it was: its changes are recorded instead, and the handle applies them once the
+//!   commit is accepted ([`Mode`]).
+//!
+//! A rebuilt dataflow fills new parts, which replace the old ones when the commit
+//! succeeds (the old ones stay readable until then, also when they are the stopped
+//! workers' tables: the tables are shared, not owned by the threads).
 
 use super::types::Mult;
 use crate::store::FlatSet;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A worker's share of the materialization kept by the circuit itself (the
+/// `distinct`'s table, [`super::distinct::Materialized`]), which the handle reads
+/// between commits instead of a copy. Relations are ids; tuples are a relation's
+/// values, `arity` of them.
+pub(crate) trait Table: Send + Sync {
+    /// The number of facts of a relation.
+    fn len(&self, rel: usize) -> usize;
+    fn contains(&self, rel: usize, tuple: &[u32]) -> bool;
+    /// Call `f` on every fact of a relation of `arity` values.
+    fn for_each(&self, rel: usize, arity: usize, f: &mut dyn FnMut(&[u32]));
+}
+
+impl std::fmt::Debug for dyn Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Table")
+    }
+}
 
 /// What a worker does with the changes of a commit as they leave the loop (sent with
 /// each commit, see [`super::runtime::Batch`]).
@@ -50,9 +78,49 @@ pub(crate) struct Part {
     /// The first change that could not be applied (an internal error, reported by
     /// the handle).
     error: Option<String>,
+    /// The worker's table of facts, when the handle reads it instead of `sets` (in
+    /// one process: see [`Part::share`]); `sets` then stay empty and only give the
+    /// relations' arities.
+    table: Option<Arc<dyn Table>>,
 }
 
 impl Part {
+    /// From now on, answer from the worker's own table of facts, which holds every
+    /// change of the materialization that reaches this worker: the changes need not
+    /// be applied here.
+    pub fn share(&mut self, table: Arc<dyn Table>) {
+        self.table = Some(table);
+    }
+
+    /// Whether changes must be applied to this part (see [`Part::share`]).
+    pub fn applies(&self) -> bool {
+        self.mode.apply && self.table.is_none()
+    }
+
+    fn len(&self, rel: usize) -> usize {
+        match (&self.table, self.sets.get(rel)) {
+            (_, None) => 0,
+            (Some(t), Some(_)) => t.len(rel),
+            (None, Some(set)) => set.len(),
+        }
+    }
+
+    fn contains(&self, rel: usize, tuple: &[u32]) -> bool {
+        match (&self.table, self.sets.get(rel)) {
+            (_, None) => false,
+            (Some(t), Some(set)) => tuple.len() == set.arity() && t.contains(rel, tuple),
+            (None, Some(set)) => set.contains(tuple),
+        }
+    }
+
+    fn for_each(&self, rel: usize, f: &mut dyn FnMut(&[u32])) {
+        match (&self.table, self.sets.get(rel)) {
+            (_, None) => {}
+            (Some(t), Some(set)) => t.for_each(rel, set.arity(), f),
+            (None, Some(set)) => set.iter().for_each(f),
+        }
+    }
+
     /// Apply one change of a row `[rel, values.., 0..]` (the `distinct` emits ±1, but
     /// one change may step over another at an earlier round: `+1` at round 0 over a
     /// presence from round 2 makes 2 there, which its re-evaluation may take back by
@@ -210,34 +278,43 @@ impl Mirror {
     }
 
     pub fn len(&self, rel: usize) -> usize {
-        self.parts
-            .iter()
-            .map(|p| lock(p).sets.get(rel).map_or(0, FlatSet::len))
-            .sum()
+        self.parts.iter().map(|p| lock(p).len(rel)).sum()
     }
 
     pub fn contains(&self, rel: usize, tuple: &[u32]) -> bool {
-        self.parts
-            .iter()
-            .any(|p| lock(p).sets.get(rel).is_some_and(|s| s.contains(tuple)))
+        self.parts.iter().any(|p| lock(p).contains(rel, tuple))
     }
 
     /// Call `f` on every fact of a relation, part after part.
     pub fn for_each(&self, rel: usize, f: &mut dyn FnMut(&[u32])) {
         for p in &self.parts {
-            if let Some(set) = lock(p).sets.get(rel) {
-                set.iter().for_each(&mut *f);
-            }
+            lock(p).for_each(rel, f);
         }
     }
 
+    /// The size of every relation.
+    pub fn sizes(&self) -> Vec<usize> {
+        (0..self.relations()).map(|rel| self.len(rel)).collect()
+    }
+
+    /// Whether the parts are the workers' own tables (see [`Part::share`]): what the
+    /// handle reads is then the circuit's state, also in the middle of a commit that
+    /// failed or was refused.
+    pub fn shares_tables(&self) -> bool {
+        self.parts.iter().any(|p| lock(p).table.is_some())
+    }
+
     /// Apply a change to part `part` (a recorded change of its worker, once its commit
-    /// is accepted).
+    /// is accepted); nothing to do for a part that is its worker's table.
     pub fn change(&self, part: usize, row: &[u32], d: isize) -> Result<(), String> {
         let Some(p) = self.parts.get(part) else {
             return Err(format!("output of unknown worker {part}"));
         };
-        change(&mut lock(p).sets, row, d)
+        let mut p = lock(p);
+        if p.table.is_some() {
+            return Ok(());
+        }
+        change(&mut p.sets, row, d)
     }
 
     /// The first change a worker could not apply since the last call.

@@ -133,13 +133,18 @@
 //! channels (module `runtime`): each commit sends the batch of fact and rule changes,
 //! every worker feeds its share, advances its inputs, steps until its probe passes the
 //! epoch and replies. The handle keeps the base facts (to give insert and remove set
-//! semantics) and a compact copy of the materialization (per relation a flat hash set
-//! of rows) that answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`].
-//! The copy is split into one part per worker, and each worker applies its changes to
-//! its part as they leave the loop (module `mirror`), so no commit holds its changes
-//! twice. In a commit that a limit may refuse, the workers record the changes instead
-//! (consolidated), and the handle applies them once the commit is accepted; when the
-//! caller tracks changes ([`Diff::last_changes`]), they record them as well. Dropping
+//! semantics) and answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`]
+//! from the workers' own state (module `mirror`): in one process, every change of a
+//! fact leaves the loop on the worker of its `distinct`, so that worker's table of
+//! facts (a fact is there with its steps, and in the materialization when its presence
+//! after its last step is 1) is the worker's share of the materialization, and the
+//! handle reads it between commits, under a lock the `distinct` takes per activation;
+//! it keeps no copy. In a cluster the changes are gathered to worker 0, which applies
+//! them to a copy of the materialization (per relation a flat hash set of rows) as they
+//! leave the loop. When the caller tracks changes ([`Diff::last_changes`]), the
+//! workers record them as well (consolidated); in a commit that a limit may refuse, a
+//! copy is only updated once the commit is accepted, and a refused commit is rolled
+//! back by rebuilding the dataflow (see [`Diff::roll_back`]). Dropping
 //! the handle shuts the workers down and joins them. A failing worker turns into an [`EngineError`], never a panic of the
 //! caller.
 //!
@@ -160,7 +165,7 @@
 //!
 //! [`Engine::memory`] reports every part below, measured (module `memory`); `run
 //! --stats`, a session's `size` and `serve`'s `/metrics` print it. Per fact of the
-//! materialization, on transitive closure (3.9M facts, 2 workers; 105 bytes a fact in
+//! materialization, on transitive closure (3.9M facts, 2 workers; 84 bytes a fact in
 //! all, 2.6 steps of history a fact on average):
 //!
 //! * the `distinct`'s table (module `steps`): a 4-byte slot number in a hash table,
@@ -170,9 +175,9 @@
 //!   its values up to the last non-zero one, its round and multiplicity, flat (18);
 //! * per join stage, the arrangement of the substitutions waiting there (for
 //!   transitive closure, one per `path` fact at the last atom: 31);
-//! * the handle's copy of the materialization (per relation a flat hash set of rows,
-//!   one part per worker: about `4 × arity` bytes plus the table's slack, 19) and its
-//!   base facts;
+//! * the handle's base facts (in a cluster also its copy of the materialization: per
+//!   relation a flat hash set of rows, about `4 × arity` bytes plus the table's slack;
+//!   in one process the handle reads the `distinct`'s table instead);
 //! * per pattern in use, its index entries (for tc, one per edge).
 //!
 //! Diffs are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
@@ -182,9 +187,8 @@
 //! fact, in the consolidation's hash tables until the round completes (head records
 //! are bare rows for that reason), a round's new substitutions wait in their
 //! arrangement's batcher, and the arrangements' merges hold both inputs until their
-//! output is complete. Each worker applies its changes of a commit to its part of the
-//! handle's copy as they come; none is buffered unless a limit or the caller asks for
-//! them. Inputs advance every commit and nothing
+//! output is complete. No worker buffers its changes of a commit unless the caller
+//! asks for them. Inputs advance every commit and nothing
 //! outside the dataflow holds back a trace (the meters' handles release their
 //! compaction), so arrangements compact as the frontier advances, also after rule
 //! changes; idle workers keep merging (`idle_merge_effort`), from 2 ms after a commit
@@ -226,8 +230,8 @@
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
 //! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:
-//!   leaves it uses; `mirror`: the handle's copy of the materialization, in the parts
-//!   the workers update.
+//!   leaves it uses; `mirror`: what the handle reads the materialization from, the
+//!   workers' tables or (in a cluster) a copy the workers update.
 
 mod compile;
 mod consolidate;
@@ -282,9 +286,14 @@ pub struct Diff {
     /// Base facts per relation (staged changes not applied); before the first commit,
     /// the program's inline facts, not yet fed to the dataflow.
     base: Vec<FlatSet>,
-    /// The materialization per relation, as of the last commit, in one part per worker
-    /// that the workers update (module `mirror`).
+    /// The materialization per relation, as of the last commit, in one part per worker:
+    /// in one process the workers' own tables, in a cluster a copy that the workers
+    /// update (module `mirror`).
     mirror: Mirror,
+    /// The size of each relation before a commit that a limit may refuse, when the
+    /// mirror reads the workers' tables: after a refusal they hold the stopped commit's
+    /// state, so the roll-back checks the sizes instead of the facts.
+    sizes_before: Option<Vec<usize>>,
     /// What is staged since the last commit.
     staging: Staging,
     last_changes: Vec<(RelId, Vec<Value>, isize)>,
@@ -447,6 +456,7 @@ impl Diff {
             rules_dirty: true,
             base: Vec::new(),
             mirror: Mirror::new(workers.max(1), std::iter::empty()),
+            sizes_before: None,
             staging: Staging::default(),
             last_changes: Vec::new(),
             track: false,
@@ -642,6 +652,7 @@ impl Diff {
             }
         }
         let limited = !limits.is_none();
+        self.sizes_before = (limited && self.mirror.shares_tables()).then(|| self.mirror.sizes());
         // What a refused commit must restore: the rules sent, and the base facts (a
         // rebuild sends them all, not their changes, so they are copied).
         let saved_rules = limited.then(|| self.sent_rules.clone());
@@ -806,10 +817,17 @@ impl Diff {
 
     /// After a commit stopped by a limit: go back to the program before it, drop the
     /// dataflow (stopped mid-commit) and build it again from that program's rules and
-    /// the base facts before the commit. The mirror was not touched: the rebuilt
-    /// dataflow's output must equal it.
+    /// the base facts before the commit. A mirror that is a copy was not touched: the
+    /// rebuilt dataflow's output must equal it. A mirror that reads the workers' tables
+    /// read the stopped commit's state: it starts empty, and the rebuilt dataflow's
+    /// relations must have the sizes they had before the commit.
     fn roll_back(&mut self) -> Result<(), String> {
         self.runtime = None;
+        let sizes = self.sizes_before.take();
+        let shared = self.mirror.shares_tables();
+        if shared {
+            self.mirror = Mirror::new(self.workers, self.mirror.arities().into_iter());
+        }
         self.discard();
         self.rules_dirty = true;
         if !self.committed {
@@ -818,8 +836,24 @@ impl Diff {
             return Ok(());
         }
         let started = Instant::now();
-        self.commit_inner(Limits::NONE, started)?;
-        if !self.last_changes.is_empty() {
+        // Against an empty mirror every fact would count as a change.
+        let track = self.track;
+        self.track = track && !shared;
+        let rebuilt = self.commit_inner(Limits::NONE, started);
+        self.track = track;
+        rebuilt?;
+        if let Some(sizes) = sizes {
+            for (rel, &before) in sizes.iter().enumerate() {
+                let after = self.mirror.len(rel);
+                if rel < self.program.relations.len() && after != before {
+                    return Err(format!(
+                        "rolling back a refused commit changed the size of `{}` from {before} \
+                         to {after}",
+                        self.program.relations[rel].name
+                    ));
+                }
+            }
+        } else if !self.last_changes.is_empty() {
             return Err(format!(
                 "rolling back a refused commit changed {} facts",
                 self.last_changes.len()
@@ -963,7 +997,8 @@ impl Engine for Diff {
 
     /// The workers' parts (summed over this process's workers; in a cluster, the other
     /// processes' are theirs), then the handle's: the base facts, the copy of the
-    /// materialization and the last commit's changes.
+    /// materialization (in a cluster; in one process the handle reads the workers'
+    /// tables) and the last commit's changes.
     fn memory(&mut self) -> Option<MemoryUsage> {
         let mut usage = MemoryUsage::default();
         if let Some(runtime) = self.runtime.as_mut() {
@@ -971,8 +1006,10 @@ impl Engine for Diff {
         }
         let (records, bytes) = mirror::sets_usage(&self.base);
         usage.add("base facts (handle)", records, bytes);
-        let (records, bytes) = self.mirror.usage();
-        usage.add("materialization (handle)", records, bytes);
+        if !self.mirror.shares_tables() {
+            let (records, bytes) = self.mirror.usage();
+            usage.add("materialization (handle)", records, bytes);
+        }
         let changes = self.last_changes.len() as u64;
         let bytes = memory::vec_bytes(&self.last_changes)
             + self

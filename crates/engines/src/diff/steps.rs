@@ -166,6 +166,19 @@ impl Packed {
             .then(|| u32::from_le_bytes([self.0[4], self.0[5], self.0[6], self.0[7]]) as usize)
     }
 
+    /// The sum of the presence changes of the steps encoded inline (decoded in place).
+    fn presence(self) -> i32 {
+        let n = 1 + self.0[0] as usize;
+        let (mut at, mut sum) = (1, 0);
+        while at < n {
+            get_varint(&self.0, &mut at);
+            let zigzag = get_varint(&self.0, &mut at);
+            let packed = ((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32);
+            sum += (packed & 3) - 1;
+        }
+        sum
+    }
+
     fn decode_into(self, into: &mut Steps) {
         let n = 1 + self.0[0] as usize;
         let mut at = 1;
@@ -235,6 +248,29 @@ impl<R: Row> Facts<R> {
         self.ids
             .find(hash, |&i| row_at::<R>(rows, s, i as usize) == *f)
             .map(|&i| Slot(i))
+    }
+
+    /// Whether the fact of `slot` is in the materialization: its presence after its
+    /// last step (the sum of its steps' presence changes) is 1.
+    pub(crate) fn present(&self, slot: Slot) -> bool {
+        let packed = self.steps[slot.0 as usize];
+        let sum: i32 = match packed.spill_index() {
+            Some(i) => self.spill[i].iter().map(|s| s.output()).sum(),
+            None => packed.presence(),
+        };
+        sum > 0
+    }
+
+    /// Call `f` on the stored words of every fact in the materialization: its
+    /// relation and values up to the table's stride (the words past it are 0; with a
+    /// stride of 0, the fact is the row of zeros).
+    pub(crate) fn for_each_present(&self, mut f: impl FnMut(&[u32])) {
+        let s = self.stride;
+        for i in 0..self.len() {
+            if self.present(Slot(i as u32)) {
+                f(&self.rows[i * s..(i + 1) * s]);
+            }
+        }
     }
 
     /// Store `width` words per row from now on (more than now).
@@ -425,6 +461,8 @@ mod tests {
             let mut back = Steps::new();
             packed.decode_into(&mut back);
             assert_eq!(&back[..], &case[..]);
+            let presence: i32 = case.iter().map(|s| s.output()).sum();
+            assert_eq!(packed.presence(), presence);
         }
         // Big counts, far rounds, many steps: not inline.
         assert!(
