@@ -166,8 +166,12 @@ impl<R: Row> Materialized<R> {
     /// The table of relation `rel`, made if missing.
     fn relation(&mut self, rel: u32) -> &mut Relation<R> {
         let rel = rel as usize;
-        if self.relations.len() <= rel {
-            self.relations.resize_with(rel + 1, Relation::default);
+        while self.relations.len() <= rel {
+            let lead = self.relations.len() as u32;
+            self.relations.push(Relation {
+                facts: Facts::new(lead),
+                present: 0,
+            });
         }
         &mut self.relations[rel]
     }
@@ -219,9 +223,9 @@ impl<R: Row + Send> Table for Mutex<Materialized<R>> {
         };
         let mut tuple = vec![0u32; arity];
         relation.facts.for_each_present(|row| {
-            // The stored words end at the table's stride: a fact's last values may be
-            // zeros that are not stored, or words of a wider relation's columns.
-            let values = row.get(1..).unwrap_or(&[]);
+            // The stored words (the values) end at the table's stride: a fact's last
+            // values may be zeros that are not stored.
+            let values = row;
             let stored = values.len().min(arity);
             tuple[..stored].copy_from_slice(&values[..stored]);
             tuple[stored..].fill(0);

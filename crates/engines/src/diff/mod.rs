@@ -165,16 +165,17 @@
 //!
 //! [`Engine::memory`] reports every part below, measured (module `memory`); `run
 //! --stats`, a session's `size` and `serve`'s `/metrics` print it. Per fact of the
-//! materialization, on transitive closure (3.9M facts, 2 workers; 84 bytes a fact in
+//! materialization, on transitive closure (3.9M facts, 2 workers; 79 bytes a fact in
 //! all, 2.6 steps of history a fact on average):
 //!
-//! * the `distinct`'s table (module `steps`): a 4-byte slot number in a hash table,
-//!   the row cut to the words facts use (not the circuit's width), and the fact's
-//!   steps varint-encoded in 12 bytes (36 bytes a fact);
+//! * the `distinct`'s tables, one per relation (module `steps`): a 4-byte slot number
+//!   in a hash table, the values cut to the words facts use (not the circuit's width;
+//!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes (32
+//!   bytes a fact);
 //! * the fact's history in the index entries' operator, for patterns added later:
 //!   its values up to the last non-zero one, its round and multiplicity, flat (18);
 //! * per join stage, the arrangement of the substitutions waiting there (for
-//!   transitive closure, one per `path` fact at the last atom: 31);
+//!   transitive closure, one per `path` fact at the last atom: 29);
 //! * the handle's base facts (in a cluster also its copy of the materialization: per
 //!   relation a flat hash set of rows, about `4 × arity` bytes plus the table's slack;
 //!   in one process the handle reads the `distinct`'s table instead);
