@@ -281,13 +281,16 @@ fn run_case(
         }
         let net = difference(&prev_full, &want_full).len() as u64;
         // The candidates of a recursive relation with subsumption, and so its dominated
-        // ones, depend on the order of evaluation (`dynalog_analysis::Subsumed`): each
-        // engine counts its own towards the limit. The other relations' changes are
-        // the same for all, a lower bound of every engine's count.
+        // ones, depend on the order of evaluation (`dynalog_analysis::Subsumed`); those
+        // of a recursive choice are all kept by a semi-naive evaluation, while a
+        // differential loop keeps only those whose `!r(domain, _)` still holds at the
+        // fixpoint (none: every candidate's value is chosen). Each engine counts its
+        // own towards the limit. The other relations' changes are the same for all, a
+        // lower bound of every engine's count.
         let subsumption_internals = |p: &Program| -> Vec<usize> {
             p.strata
                 .iter()
-                .filter(|s| s.subsumption.is_some())
+                .filter(|s| s.subsumption.is_some() || s.choice.is_some())
                 .flat_map(|s| s.relations.iter().map(|&r| r as usize))
                 .filter(|&r| p.relations[r].is_internal())
                 .collect()

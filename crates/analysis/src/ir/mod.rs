@@ -363,12 +363,18 @@ pub struct Stratum {
 /// Its meaning is given by rounds, as in Soufflé: a domain value takes the smallest of
 /// the candidates of the first round that has one, and keeps it. Each round reads what
 /// the previous round ended with (negations included), starting from the stratum's base
-/// facts, with every relation of lower strata complete. Every relation of the stratum
-/// only grows, and a candidate can only be chosen in the round after it reached
-/// `@r_choice_at`, so a semi-naive evaluation that keeps to these rounds computes it,
-/// and so does a differential loop whose iterations are these rounds (the engine must
-/// start the stratum's loop after everything it reads is complete: a relation that
-/// arrives round by round would change which round a candidate is found in).
+/// facts, with every relation of lower strata complete. `r` only grows, and so do the
+/// candidates of the domain values not chosen yet (they come from `r` and from
+/// complete lower strata); a candidate can only be chosen in the round after it
+/// reached `@r_choice_at`. So a semi-naive evaluation that keeps to these rounds
+/// computes `r`, and so does a differential loop whose iterations are these rounds
+/// (the engine must start the stratum's loop after everything it reads is complete: a
+/// relation that arrives round by round would change which round a candidate is found
+/// in). The candidates of values already chosen differ, and are not part of the
+/// result: a semi-naive evaluation keeps every candidate it derived, while in a
+/// differential loop a candidate goes in the round after its value is chosen (its
+/// `!r(domain, _)` no longer holds), so at the fixpoint the three relations of
+/// candidates are empty there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chosen {
     pub relation: RelId,
