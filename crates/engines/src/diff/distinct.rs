@@ -34,7 +34,7 @@
 
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
-use super::steps::{Facts, Step, Steps};
+use super::steps::{Facts, Step, Steps, presence};
 use super::types::{Inner, Mult, Row, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
@@ -64,11 +64,6 @@ impl History {
             }
         };
         &mut self.steps[i]
-    }
-
-    /// The presence after the last step.
-    fn presence(&self) -> i32 {
-        self.steps.iter().map(|s| s.output()).sum()
     }
 
     /// Bring the presence at `round` in line with the count there: the change to emit
@@ -124,12 +119,12 @@ fn process<R: Row>(
             None if d == 0 => continue,
             None => history.steps.clear(),
         }
-        let before = history.presence();
+        let before = presence(&history.steps);
         if d != 0 {
             history.at(round).add_input(d);
         }
         let (change, wrong) = history.evaluate(round);
-        relation.present += (history.presence() - before) as isize;
+        relation.present += (presence(&history.steps) - before) as isize;
         match (slot, history.steps.is_empty()) {
             (Some(slot), true) => facts.remove(slot),
             (Some(slot), false) => facts.set_steps(slot, &history.steps),
@@ -156,7 +151,6 @@ pub(crate) struct Materialized<R> {
 }
 
 /// The facts of one relation, and how many of them are present.
-#[derive(Default)]
 struct Relation<R> {
     facts: Facts<R>,
     present: isize,
@@ -222,10 +216,9 @@ impl<R: Row + Send> Table for Mutex<Materialized<R>> {
             return;
         };
         let mut tuple = vec![0u32; arity];
-        relation.facts.for_each_present(|row| {
-            // The stored words (the values) end at the table's stride: a fact's last
-            // values may be zeros that are not stored.
-            let values = row;
+        relation.facts.for_each_present(|values| {
+            // The stored values end at the table's stride: a fact's last values may be
+            // zeros that are not stored.
             let stored = values.len().min(arity);
             tuple[..stored].copy_from_slice(&values[..stored]);
             tuple[stored..].fill(0);

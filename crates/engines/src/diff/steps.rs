@@ -97,6 +97,11 @@ impl Step {
 /// A fact's steps while it is worked on (decoded; most histories are short).
 pub(crate) type Steps = SmallVec<[Step; 8]>;
 
+/// The presence after the last of `steps`: the sum of their presence changes.
+pub(crate) fn presence(steps: &[Step]) -> i32 {
+    steps.iter().map(|s| s.output()).sum()
+}
+
 /// The 12 bytes of a fact's steps: `[n, encoded steps..]` with `n` ≤ [`INLINE`] the
 /// length of the encoding, or `[SPILLED, 0, 0, 0, index (4 bytes, little-endian), ..]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -273,7 +278,7 @@ impl<R: Row> Facts<R> {
     pub(crate) fn present(&self, slot: Slot) -> bool {
         let packed = self.steps[slot.0 as usize];
         let sum: i32 = match packed.spill_index() {
-            Some(i) => self.spill[i].iter().map(|s| s.output()).sum(),
+            Some(i) => presence(&self.spill[i]),
             None => packed.presence(),
         };
         sum > 0
