@@ -304,17 +304,13 @@ impl Mirror {
         self.parts.iter().any(|p| lock(p).table.is_some())
     }
 
-    /// Apply a change to part `part` (a recorded change of its worker, once its commit
-    /// is accepted); nothing to do for a part that is its worker's table.
+    /// Apply a change to part `part` of a copy (a recorded change of its worker, once
+    /// its commit is accepted; a part that is its worker's table has it already).
     pub fn change(&self, part: usize, row: &[u32], d: isize) -> Result<(), String> {
         let Some(p) = self.parts.get(part) else {
             return Err(format!("output of unknown worker {part}"));
         };
-        let mut p = lock(p);
-        if p.table.is_some() {
-            return Ok(());
-        }
-        change(&mut p.sets, row, d)
+        change(&mut lock(p).sets, row, d)
     }
 
     /// The first change a worker could not apply since the last call.

@@ -810,7 +810,8 @@ impl Diff {
         self.rounds = out.rounds;
         match fresh {
             Some(fresh) => self.replace_mirror(fresh),
-            None if mode.apply => self.record(out.changes)?,
+            // The workers' tables already hold the changes: only a copy applies them.
+            None if mode.apply || self.mirror.shares_tables() => self.record(out.changes)?,
             None => self.apply(out.changes)?,
         }
         Ok(None)
