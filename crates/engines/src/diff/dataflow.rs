@@ -19,11 +19,16 @@ use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine, ValBui
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::core::Exchange as _;
 use timely::dataflow::operators::core::{Inspect as _, Probe as _};
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::vec::{Broadcast as _, Input as _};
 use timely::order::Product;
+use timely::progress::operate::FrontierInterest;
 use timely::worker::Worker;
 
 /// The worker-routing hash of a fact: its bucket. The `distinct` that makes the facts
@@ -34,15 +39,39 @@ fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
     bucket(&f.as_ref()[1..], buckets) as u64
 }
 
-/// The substitutions waiting for `kind` (`NEG` or 0 for an index entry) at their
-/// rule's last atom or not.
-fn wait<'s, R: Row>(
-    c: &VecCollection<'s, Inner, (R, Sub<R>), Mult>,
-    kind: u32,
-    last: bool,
-) -> VecCollection<'s, Inner, (R, Sub<R>), Mult> {
-    c.clone()
-        .filter(move |(k, sub)| k.as_ref()[0] & NEG == kind && (sub.0 & LAST != 0) == last)
+/// The updates of `c`, each sent to the one of `N` collections that `route` names: one
+/// pass, and no copy. (A collection read by several operators is cloned, container by
+/// container, for all but one of them; `filter`s on the copies then drop most of each:
+/// the substitutions of a stage were copied three times before this split.)
+fn split<'s, D: differential_dataflow::Data, const N: usize>(
+    c: VecCollection<'s, Inner, D, Mult>,
+    name: &str,
+    route: impl Fn(&D) -> usize + 'static,
+) -> [VecCollection<'s, Inner, D, Mult>; N] {
+    let mut builder = OperatorBuilder::new(name.to_owned(), c.inner.scope());
+    let mut input = builder.new_input(c.inner, Pipeline);
+    builder.set_notify_for(0, FrontierInterest::Never);
+    let mut outputs = Vec::with_capacity(N);
+    let mut streams = Vec::with_capacity(N);
+    for _ in 0..N {
+        let (output, stream) = builder.new_output::<Vec<(D, Inner, Mult)>>();
+        let output: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(output);
+        outputs.push(output);
+        streams.push(stream);
+    }
+    builder.build(move |_capabilities| {
+        move |_frontiers| {
+            let mut outputs: Vec<_> = outputs.iter_mut().map(|o| o.activate()).collect();
+            input.for_each(|cap, data| {
+                let mut sessions: Vec<_> = outputs.iter_mut().map(|o| o.session(&cap)).collect();
+                for update in data.drain(..) {
+                    sessions[route(&update.0)].give(update);
+                }
+            });
+        }
+    });
+    let mut streams = streams.into_iter();
+    std::array::from_fn(|_| VecCollection::new(streams.next().expect("one stream per output")))
 }
 
 /// What a worker keeps of its dataflow.
@@ -127,15 +156,15 @@ pub(crate) fn build<R: Row>(
             let (entries, direct, meter) =
                 pattern_entries(facts, patterns, tables.clone(), buckets);
             meters.push(meter);
-            let index = entries
-                .clone()
-                .filter(|(k, _)| k.as_ref()[0] & NEG == 0)
-                .arrange_by_key_named("Index");
+            let [index, negated_entries] =
+                split(entries, "SplitEntries", |(k, _): &(R, R)| {
+                    usize::from(k.as_ref()[0] & NEG != 0)
+                });
+            let index = index.arrange_by_key_named("Index");
             arrangements.push(index.trace.operator().address.clone());
             meters.push(trace_meter("index (pattern entries)", &index.trace));
             // Negated patterns: the set of keys (distinct: a wildcard makes duplicates).
-            let negated_entries = entries
-                .filter(|(k, _)| k.as_ref()[0] & NEG != 0)
+            let negated_entries = negated_entries
                 .map(|(k, _)| k)
                 .arrange_by_self_named("NegatedEntries");
             arrangements.push(negated_entries.trace.operator().address.clone());
@@ -171,16 +200,23 @@ pub(crate) fn build<R: Row>(
             // head facts directly.
             let mut heads = Vec::new();
             for s in 0..stages {
-                heads.push(
-                    subs.clone()
-                        .filter(|(_, sub)| sub.0 == HEAD)
-                        .map(|(fact, _)| fact),
-                );
-                let waiting = subs.filter(|(_, sub)| sub.0 != HEAD);
-                // Split by what the substitution waits for: an index entry or a
-                // negation, and whether it is the rule's last atom.
-                let at_index = wait(&waiting, 0, false).arrange_by_key_named("WaitIndex");
-                let last_index = wait(&waiting, 0, true).arrange_by_key_named("LastIndex");
+                // Split by what the substitution waits for: nothing (a head fact), an
+                // index entry or a negation, and whether it is the rule's last atom.
+                let [to_head, at_index, last_index, at_neg] =
+                    split(subs, "SplitStage", |(k, sub): &(R, Sub<R>)| {
+                        if sub.0 == HEAD {
+                            0
+                        } else if k.as_ref()[0] & NEG != 0 {
+                            3
+                        } else if sub.0 & LAST == 0 {
+                            1
+                        } else {
+                            2
+                        }
+                    });
+                heads.push(to_head.map(|(fact, _)| fact));
+                let at_index = at_index.arrange_by_key_named("WaitIndex");
+                let last_index = last_index.arrange_by_key_named("LastIndex");
                 arrangements.push(at_index.trace.operator().address.clone());
                 arrangements.push(last_index.trace.operator().address.clone());
                 let stage = s + 1;
@@ -192,7 +228,6 @@ pub(crate) fn build<R: Row>(
                     format!("substitutions at stage {stage}, last atom"),
                     &last_index.trace,
                 ));
-                let at_neg = waiting.filter(|(k, _)| k.as_ref()[0] & NEG != 0);
 
                 let t = tables.clone();
                 let from_index =
@@ -242,9 +277,10 @@ pub(crate) fn build<R: Row>(
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.
-            let aggregated = derived
-                .clone()
-                .filter(|r| r.as_ref()[0] & AGG != 0)
+            let [derived, aggregated] = split(derived, "SplitAggregates", |r: &R| {
+                usize::from(r.as_ref()[0] & AGG != 0)
+            });
+            let aggregated = aggregated
                 .map(|r| {
                     let v = r.as_ref();
                     let (_, _, group, rest, _) = agg_untag(v[0]);
@@ -288,34 +324,40 @@ pub(crate) fn build<R: Row>(
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
-            let derived = derived.filter(|r| r.as_ref()[0] & AGG == 0);
-            // distinct, on the facts' workers (placed by `fact_route` above).
-            let (result, meter, table) = distinct(base.concat(derived).concat(aggregated));
+            // distinct, on the facts' workers (placed by `fact_route` above). Its changes
+            // leave the loop only when read outside it: in a cluster (gathered to
+            // worker 0), for a copy the worker's part keeps, or when the commit records
+            // them (see `mirror::Mode`). Otherwise the handle reads the tables, and the
+            // probe needs only the progress.
+            let part = mirror.clone();
+            let leaves = move || gather || {
+                let part = lock(&part);
+                part.applies() || part.mode.record
+            };
+            let observe = move |t: Inner, n: usize| {
+                // Changes of presence, for the limit of changes per commit (see
+                // `Limits::max_changes`), and the rounds seen per level.
+                changes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                let mut rounds = rounds2.borrow_mut();
+                let level = (t.inner >> LEVEL_SHIFT) as usize;
+                let round = t.inner & ((1 << LEVEL_SHIFT) - 1);
+                if rounds.len() <= level {
+                    rounds.resize(level + 1, 0);
+                }
+                rounds[level] = rounds[level].max(round + 1);
+            };
+            let (looped, leaving, meter, table) =
+                distinct(base.concat(derived).concat(aggregated), leaves, observe);
             meters.push(meter);
-            // In one process, every change of a fact leaves the loop on the worker of
-            // its `distinct`, whose table is then the worker's share of the
+            // In one process, every change of a fact is made on the worker of its
+            // `distinct`, whose table is then the worker's share of the
             // materialization: the handle reads it and keeps no copy. With several,
             // the changes are gathered to worker 0, whose part keeps a copy.
             if !gather {
                 lock(&mirror).share(table);
             }
-            variable.set(result.clone());
-            result
-                .inspect_batch(move |_, data| {
-                    // Changes of presence leaving the loop, for the limit of changes
-                    // per commit (see `Limits::max_changes`).
-                    changes.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                    let mut rounds = rounds2.borrow_mut();
-                    for (_, t, _) in data {
-                        let level = (t.inner >> LEVEL_SHIFT) as usize;
-                        let round = t.inner & ((1 << LEVEL_SHIFT) - 1);
-                        if rounds.len() <= level {
-                            rounds.resize(level + 1, 0);
-                        }
-                        rounds[level] = rounds[level].max(round + 1);
-                    }
-                })
-                .leave(scope)
+            variable.set(looped);
+            leaving.leave(scope)
         });
 
         // With several processes, every change is sent to worker 0, whose process

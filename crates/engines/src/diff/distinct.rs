@@ -41,9 +41,11 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
-use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::generic::OutputBuilder;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::order::Product;
 
 /// A fact's history while it is worked on: its steps, sorted by round (stored
@@ -241,88 +243,130 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
 /// `distinct(input)`: every fact with a positive count, once. Every update of a fact
 /// must reach the same worker: the caller places them (the operator does not move
 /// them, which saves the circuit an exchange in every round).
+///
+/// Two outputs, so that neither is a copy of the other (a stream read by two
+/// operators is copied for one of them): the changes for the loop, and the same
+/// changes for the outside, sent only while `leaves()` says something reads them there
+/// (asked once per activation). `observe(time, changes)` is told how many changes each
+/// processed time made, when it made any.
+///
 /// Also returns the meter of the operator's state (see [`State::usage`]) and its
 /// table of facts, the worker's share of the materialization (see [`Materialized`]).
+#[allow(clippy::type_complexity)]
 pub(crate) fn distinct<'s, R: Row + Send>(
     input: VecCollection<'s, Inner, R, Mult>,
-) -> (VecCollection<'s, Inner, R, Mult>, Meter, SharedTable<R>) {
+    leaves: impl Fn() -> bool + 'static,
+    mut observe: impl FnMut(Inner, usize) + 'static,
+) -> (
+    VecCollection<'s, Inner, R, Mult>,
+    VecCollection<'s, Inner, R, Mult>,
+    Meter,
+    SharedTable<R>,
+) {
     let state: Rc<RefCell<State<R>>> = Rc::default();
     let table = state.borrow().table.clone();
     let shared = state.clone();
     let meter = Meter::new("distinct (facts, round histories)", move || {
         shared.borrow().usage()
     });
-    let stream = input
-        .inner
-        .unary_frontier(Pipeline, "Distinct", move |_capability, _info| {
-            let mut held = CapabilitySet::new();
-            move |(input, frontier), output| {
-                let mut state = state.borrow_mut();
-                let State { table, pending } = &mut *state;
-                let mut table = lock_table(table);
-                input.for_each(|cap, data| {
-                    for c in cap.retain_stamp(0).iter() {
+    let mut builder = OperatorBuilder::new("Distinct".to_owned(), input.inner.scope());
+    let mut input = builder.new_input(input.inner, Pipeline);
+    let (looped, looped_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
+    let (leaving, leaving_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
+    let mut looped: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(looped);
+    let mut leaving: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(leaving);
+    builder.build(move |_capabilities| {
+        // Capabilities for the pending times, one set per output.
+        let mut held = [CapabilitySet::new(), CapabilitySet::new()];
+        move |frontiers| {
+            let frontier = &frontiers[0];
+            let mut looped = looped.activate();
+            let mut leaving = leaving.activate();
+            let leave = leaves();
+            let mut state = state.borrow_mut();
+            let State { table, pending } = &mut *state;
+            let mut table = lock_table(table);
+            input.for_each(|cap, data| {
+                for (port, held) in held.iter_mut().enumerate() {
+                    for c in cap.retain_stamp(port).iter() {
                         held.insert(c.clone());
                     }
-                    let mut last = None;
-                    let mut buffer = None;
-                    for (f, t, d) in data.drain(..) {
-                        let time = (t.outer, t.inner);
-                        if last != Some(time) {
-                            last = Some(time);
-                            buffer = Some(pending.entry(time).or_default());
+                }
+                let mut last = None;
+                let mut buffer = None;
+                for (f, t, d) in data.drain(..) {
+                    let time = (t.outer, t.inner);
+                    if last != Some(time) {
+                        last = Some(time);
+                        buffer = Some(pending.entry(time).or_default());
+                    }
+                    if let Some(b) = buffer.as_mut() {
+                        b.push((f, d));
+                    }
+                }
+            });
+            let frontier = frontier.frontier();
+            // Every future input is at or after the least frontier element in
+            // lexicographic order.
+            let limit = frontier.iter().map(|t| (t.outer, t.inner)).min();
+            let mut done = false;
+            while let Some(entry) = pending.first_entry() {
+                let time = *entry.key();
+                if limit.is_some_and(|l| l <= time) {
+                    break;
+                }
+                let updates = entry.remove();
+                done = true;
+                let (epoch, round) = time;
+                // Each change is applied and its fact evaluated at once, with one
+                // lookup. A fact changed twice at one time (from two workers) is
+                // evaluated after each change: what it emits at the time adds up
+                // to the right change (a `-1` then `+1` pair at worst). The
+                // re-evaluations come after the changes: a fact whose change at
+                // this time makes its scheduled re-evaluation moot (derived at a
+                // later round that loses its derivation too, as when a rule goes)
+                // then emits nothing, where re-evaluating it first made it
+                // reappear and vanish again at this time.
+                let t = Product::new(epoch, round);
+                let caps = [held[0].delayed(&t), held[1].delayed(&t)];
+                let mut looped = looped.session(&caps[0]);
+                let mut leaving = leaving.session(&caps[1]);
+                let mut changes = 0;
+                process(&mut table, &updates, round, |f, change, wrong| {
+                    if change != 0 {
+                        changes += 1;
+                        looped.give((f, t, change));
+                        if leave {
+                            leaving.give((f, t, change));
                         }
-                        if let Some(b) = buffer.as_mut() {
-                            b.push((f, d));
-                        }
+                    }
+                    if let Some(later) = wrong {
+                        pending.entry((epoch, later)).or_default().push((f, 0));
                     }
                 });
-                let frontier = frontier.frontier();
-                // Every future input is at or after the least frontier element in
-                // lexicographic order.
-                let limit = frontier.iter().map(|t| (t.outer, t.inner)).min();
-                let mut done = false;
-                while let Some(entry) = pending.first_entry() {
-                    let time = *entry.key();
-                    if limit.is_some_and(|l| l <= time) {
-                        break;
-                    }
-                    let updates = entry.remove();
-                    done = true;
-                    let (epoch, round) = time;
-                    // Each change is applied and its fact evaluated at once, with one
-                    // lookup. A fact changed twice at one time (from two workers) is
-                    // evaluated after each change: what it emits at the time adds up
-                    // to the right change (a `-1` then `+1` pair at worst). The
-                    // re-evaluations come after the changes: a fact whose change at
-                    // this time makes its scheduled re-evaluation moot (derived at a
-                    // later round that loses its derivation too, as when a rule goes)
-                    // then emits nothing, where re-evaluating it first made it
-                    // reappear and vanish again at this time.
-                    let t = Product::new(epoch, round);
-                    let cap = held.delayed(&t);
-                    let mut session = output.session(&cap);
-                    process(&mut table, &updates, round, |f, change, wrong| {
-                        if change != 0 {
-                            session.give((f, t, change));
-                        }
-                        if let Some(later) = wrong {
-                            pending.entry((epoch, later)).or_default().push((f, 0));
-                        }
-                    });
-                }
-                // Also when nothing was processed: a message's capability can be
-                // earlier than its records' times, and holding it would keep the
-                // frontier from ever passing them.
-                if !held.is_empty() {
-                    hold_only(&mut held, pending.keys().map(|&(e, r)| Product::new(e, r)));
-                }
-                if done {
-                    table.shrink_if_sparse();
+                if changes > 0 {
+                    observe(t, changes);
                 }
             }
-        });
-    (VecCollection::new(stream), meter, table)
+            // Also when nothing was processed: a message's capability can be
+            // earlier than its records' times, and holding it would keep the
+            // frontier from ever passing them.
+            for held in &mut held {
+                if !held.is_empty() {
+                    hold_only(held, pending.keys().map(|&(e, r)| Product::new(e, r)));
+                }
+            }
+            if done {
+                table.shrink_if_sparse();
+            }
+        }
+    });
+    (
+        VecCollection::new(looped_stream),
+        VecCollection::new(leaving_stream),
+        meter,
+        table,
+    )
 }
 
 /// The operator's state: the facts' histories, and the updates waiting for their time

@@ -116,8 +116,13 @@
 //!   the base facts would feed them back retracted and re-derived at round 1: churn for
 //!   every base fact).
 //!
-//! The loop's output leaves the scope; each worker collects its changes of the epoch
-//! and sends them to the handle.
+//! The `distinct` has two outputs, one for the loop and one that leaves the scope, so
+//! that neither is a copy of the other (timely copies a stream for all but one of the
+//! operators that read it; the substitutions of a stage, read by four, go through one
+//! operator that sends each to the one that needs it, for the same reason). The
+//! changes leave the loop only when something outside reads them: in a cluster, for
+//! a copy the handle keeps, or when the caller tracks changes; each worker then
+//! collects its changes of the epoch and sends them to the handle.
 //!
 //! Rows are `[u32; W]` with `W` ∈ {3, 4, 8, 16}, the smallest that holds the widest
 //! relation plus its id and the largest slot count; the dataflow is built for `W` and a
@@ -135,7 +140,7 @@
 //! epoch and replies. The handle keeps the base facts (to give insert and remove set
 //! semantics) and answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`]
 //! from the workers' own state (module `mirror`): in one process, every change of a
-//! fact leaves the loop on the worker of its `distinct`, so that worker's table of
+//! fact is made on the worker of its `distinct`, so that worker's table of
 //! facts (a fact is there with its steps, and in the materialization when its presence
 //! after its last step is 1) is the worker's share of the materialization, and the
 //! handle reads it between commits, under a lock the `distinct` takes per activation;
