@@ -19,7 +19,6 @@ use clap::{Args, Subcommand};
 use dynalog_analysis::Value;
 use dynalog_io::rdf::{self, NTriplesWriter, RdfOptions, TripleShapes};
 use dynalog_syntax::SourceFile;
-use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -131,15 +130,6 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
         );
     }
 
-    // The input triples, to tell inferred ones apart.
-    let mut input: FxHashSet<[Value; 3]> = FxHashSet::default();
-    if !args.all {
-        for (rel, tuples) in &load.batches {
-            for (_, shape) in shapes.shapes.iter().filter(|(r, _)| r == rel) {
-                input.extend(tuples.iter().map(|t| shapes.triple(*shape, t)));
-            }
-        }
-    }
     let input_facts = load.facts();
 
     let config = dynalog_engines::Config::new(&args.engine, args.workers);
@@ -168,20 +158,28 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     };
 
     let write_started = Instant::now();
-    let mut triples: FxHashSet<[Value; 3]> = FxHashSet::default();
+    // An input triple is a base fact of the engine, in every relation that stands for
+    // it (the engine keeps its base facts: no set of the input triples is kept beside
+    // them through the evaluation). Two relations can name the same triple: the sort
+    // brings such copies together, and they are written once. (A vector sorted and
+    // deduplicated holds a triple in 12 bytes, where a hash set of the triples, then
+    // its copy to sort, took about three times that.)
+    let mut triples: Vec<[Value; 3]> = Vec::new();
     for (rel, shape) in &shapes.shapes {
         engine.for_each_fact(*rel, &mut |t| {
             let triple = shapes.triple(*shape, t);
-            if args.all || !input.contains(&triple) {
-                triples.insert(triple);
+            if args.all
+                || !(engine.is_base(*rel, t)
+                    || shapes.any_fact_of(triple, |r, f| r != *rel && engine.is_base(r, f)))
+            {
+                triples.push(triple);
             }
         });
     }
-    drop(input);
-    let mut triples: Vec<[Value; 3]> = triples.into_iter().collect();
     // Each symbol is checked and rendered once.
     let mut writer = NTriplesWriter::new(&engine.program().symbols);
     sort_as_lines(&mut triples, &mut writer);
+    triples.dedup();
     let mut unwritable = 0usize;
     let mut first_unwritable = None;
     // Triples written per predicate.
@@ -274,7 +272,9 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
 /// which no shorter term can end), so the shorter term's line comes first, as its rank
 /// does. `follows_lines` checks that on the terms at hand; if it fails, the lines are
 /// sorted as text. (Sorting the lines themselves compared long common IRI prefixes over
-/// and over: on LUBM(50), 2.4M inferred triples, half of the writing time.)
+/// and over: on LUBM(50), 2.4M inferred triples, half of the writing time.) Triples
+/// that sort alike (their terms render alike, or not at all) are then ordered by value,
+/// so that copies of a triple end up next to each other.
 fn sort_as_lines(triples: &mut [[Value; 3]], writer: &mut NTriplesWriter<'_>) {
     let mut used: Vec<Value> = triples.iter().flatten().copied().collect();
     used.sort_unstable();
@@ -288,7 +288,9 @@ fn sort_as_lines(triples: &mut [[Value; 3]], writer: &mut NTriplesWriter<'_>) {
     used.sort_by(|&a, &b| text(a).cmp(text(b)));
     let texts: Vec<&str> = used.iter().map(|&v| text(v)).collect();
     if !follows_lines(&texts) {
-        triples.sort_by_cached_key(|&t| format!("{} {} {} .", text(t[0]), text(t[1]), text(t[2])));
+        triples.sort_by_cached_key(|&t| {
+            (format!("{} {} {} .", text(t[0]), text(t[1]), text(t[2])), t)
+        });
         return;
     }
     // Indexed by symbol: the sort looks ranks up in every comparison.
@@ -300,7 +302,7 @@ fn sort_as_lines(triples: &mut [[Value; 3]], writer: &mut NTriplesWriter<'_>) {
         }
         rank[v as usize] = r;
     }
-    triples.sort_unstable_by_key(|t| t.map(|v| rank[v as usize]));
+    triples.sort_unstable_by_key(|t| (t.map(|v| rank[v as usize]), *t));
 }
 
 /// Whether, in `sorted` terms, no term is followed by one that extends it with a

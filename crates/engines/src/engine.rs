@@ -193,6 +193,11 @@ pub trait Engine {
     /// Whether a fact is in the materialization (as of the last commit).
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool;
 
+    /// Whether a fact is a base fact of its relation (inserted, or an inline fact of the
+    /// program, and not removed), as of the last commit. A base fact can be derived as
+    /// well; what is derived only is not a base fact.
+    fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool;
+
     /// Number of facts of a relation in the materialization (as of the last commit).
     fn len(&self, relation: RelId) -> usize;
 

@@ -74,6 +74,10 @@ impl Engine for Remat {
         self.inner.contains(relation, tuple)
     }
 
+    fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.inner.is_base(relation, tuple)
+    }
+
     fn len(&self, relation: RelId) -> usize {
         self.inner.len(relation)
     }

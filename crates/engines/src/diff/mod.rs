@@ -189,12 +189,14 @@
 //! Diffs are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient, and at scale about
-//! twice the state at rest: the head facts derived in one round wait, added up per
-//! fact, in the consolidation's hash tables until the round completes (head records
-//! are bare rows for that reason), a round's new substitutions wait in their
-//! arrangement's batcher, and the arrangements' merges hold both inputs until their
-//! output is complete. No worker buffers its changes of a commit unless the caller
-//! asks for them. Inputs advance every commit and nothing
+//! one and a half times the state at rest: the head facts derived in one round wait,
+//! added up per fact, in the consolidation's hash tables until the round completes
+//! (head records are bare rows for that reason), a round's new substitutions wait in
+//! their arrangement's batcher, and the arrangements' merges hold both inputs until
+//! their output is complete. No stream is copied for the operators that read it (see
+//! above), no worker buffers its changes of a commit unless the caller asks for them,
+//! and the entries' history of a load that only adds facts is never sorted (nothing in
+//! it adds up; module `entries`). Inputs advance every commit and nothing
 //! outside the dataflow holds back a trace (the meters' handles release their
 //! compaction), so arrangements compact as the frontier advances, also after rule
 //! changes; idle workers keep merging (`idle_merge_effort`), from 2 ms after a commit
@@ -1030,6 +1032,12 @@ impl Engine for Diff {
 
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
         Diff::contains(self, relation, tuple)
+    }
+
+    fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.base
+            .get(relation as usize)
+            .is_some_and(|s| s.contains(tuple))
     }
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {

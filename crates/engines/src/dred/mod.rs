@@ -1028,6 +1028,12 @@ impl<E: Evaluator> Engine for Dred<E> {
         &self.changes
     }
 
+    fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.base
+            .get(relation as usize)
+            .is_some_and(|s| s.contains(tuple))
+    }
+
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
         self.stores
             .get(relation as usize)

@@ -423,6 +423,12 @@ impl Engine for Seminaive {
         &self.changes
     }
 
+    fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {
+        self.base
+            .get(relation as usize)
+            .is_some_and(|s| s.contains(tuple))
+    }
+
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {
         self.results
             .get(relation as usize)

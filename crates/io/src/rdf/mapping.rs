@@ -9,6 +9,7 @@ use crate::Tuples;
 use dynalog_analysis::{IoSpec, Program, RelId, Type, Value};
 use dynalog_syntax::{Diagnostic, SourceFile};
 use oxrdf::{TermRef, Triple};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -200,6 +201,11 @@ pub struct TripleShapes {
     /// their IRIs are unknown, so their facts cannot be named as triples.
     pub unnamed: Vec<RelId>,
     rdf_type: Value,
+    /// The inverse of the shapes: the relations of shape `Triple`, and those of each
+    /// class and property symbol.
+    of_triples: Vec<RelId>,
+    of_class: FxHashMap<Value, Vec<RelId>>,
+    of_property: FxHashMap<Value, Vec<RelId>>,
 }
 
 impl TripleShapes {
@@ -240,11 +246,49 @@ impl TripleShapes {
             shapes.push((t.relation, shape));
         }
         let rdf_type = program.symbols.intern("rdf:type");
+        let mut of_triples = Vec::new();
+        let mut of_class: FxHashMap<Value, Vec<RelId>> = FxHashMap::default();
+        let mut of_property: FxHashMap<Value, Vec<RelId>> = FxHashMap::default();
+        for &(rel, shape) in &shapes {
+            match shape {
+                TripleShape::Triple => of_triples.push(rel),
+                TripleShape::Class(c) => of_class.entry(c).or_default().push(rel),
+                TripleShape::Property(p) => of_property.entry(p).or_default().push(rel),
+            }
+        }
         TripleShapes {
             shapes,
             unnamed,
             rdf_type,
+            of_triples,
+            of_class,
+            of_property,
         }
+    }
+
+    /// Whether `test` holds for some fact of a target relation that stands for `triple`
+    /// (the inverse of [`TripleShapes::triple`]: a triple can be a fact of a
+    /// `Triple`-shaped relation and of its class's or property's relation at once).
+    pub fn any_fact_of(
+        &self,
+        [s, p, o]: [Value; 3],
+        mut test: impl FnMut(RelId, &[Value]) -> bool,
+    ) -> bool {
+        let empty = Vec::new();
+        self.of_triples.iter().any(|&rel| test(rel, &[s, p, o]))
+            || (p == self.rdf_type
+                && self
+                    .of_class
+                    .get(&o)
+                    .unwrap_or(&empty)
+                    .iter()
+                    .any(|&rel| test(rel, &[s])))
+            || self
+                .of_property
+                .get(&p)
+                .unwrap_or(&empty)
+                .iter()
+                .any(|&rel| test(rel, &[s, o]))
     }
 
     /// The triple a fact of a relation of this `shape` stands for.
