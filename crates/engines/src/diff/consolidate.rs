@@ -13,7 +13,7 @@
 //! edges with 2 workers took 14% longer, for 6% less peak memory.)
 
 use super::memory::{Meter, Usage, map_bytes};
-use super::types::{Inner, Mult, Row, hold_only};
+use super::types::{Inner, Mult, Row, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -41,9 +41,7 @@ pub(crate) fn consolidate_heads<'s, R: Row>(
                     let mut state = state.borrow_mut();
                     let State { pending, spare } = &mut *state;
                     input.for_each(|cap, data| {
-                        for c in cap.retain_stamp(0).iter() {
-                            held.insert(c.clone());
-                        }
+                        hold_for_outputs(std::slice::from_mut(&mut held), &cap);
                         for (f, t, d) in data.drain(..) {
                             let at = match pending.iter().position(|(time, _)| *time == t) {
                                 Some(i) => i,

@@ -35,7 +35,7 @@
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
 use super::steps::{Facts, Step, Steps, presence};
-use super::types::{Inner, Mult, Row, hold_only};
+use super::types::{Inner, Mult, Row, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -287,11 +287,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
             let State { table, pending } = &mut *state;
             let mut table = lock_table(table);
             input.for_each(|cap, data| {
-                for (port, held) in held.iter_mut().enumerate() {
-                    for c in cap.retain_stamp(port).iter() {
-                        held.insert(c.clone());
-                    }
-                }
+                hold_for_outputs(&mut held, &cap);
                 let mut last = None;
                 let mut buffer = None;
                 for (f, t, d) in data.drain(..) {

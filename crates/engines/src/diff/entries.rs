@@ -25,7 +25,8 @@ use super::compile::{ColSpec, NEG, PatternSpec, Tables};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::{Emit, first_step};
 use super::types::{
-    Inner, Mult, Row, Sub, bucket, hold_only, reserve_quarter, used_words, widen_records,
+    Inner, Mult, Row, Sub, bucket, hold_for_outputs, hold_only, reserve_quarter, used_words,
+    widen_records,
 };
 use differential_dataflow::VecCollection;
 use differential_dataflow::consolidation::consolidate_updates;
@@ -399,11 +400,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
             // (fact, pattern) pair is then met once, see the module docs), and go
             // out a time at a time, under one capability each.
             facts_in.for_each(|cap, data| {
-                for (port, held) in held.iter_mut().enumerate() {
-                    for c in cap.retain_stamp(port).iter() {
-                        held.insert(c.clone());
-                    }
-                }
+                hold_for_outputs(&mut held, &cap);
                 pending.append(data);
             });
             let facts_frontier = facts_frontier.frontier();

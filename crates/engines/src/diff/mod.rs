@@ -227,7 +227,8 @@
 //! `rules::names` for its printed form, nothing of `diff`; `memory` is a leaf.)
 //!
 //! * `types`: the vocabulary of the circuit (the `Row` trait and its widths, `Mult`,
-//!   the `Inner` time, `Sub`stitutions, the `bucket` hash, `hold_only`); a leaf.
+//!   the `Inner` time, `Sub`stitutions, the `bucket` hash, `hold_for_outputs` and
+//!   `hold_only`); a leaf.
 //! * `compile`: rules as data (`CompiledRule`, `PatternSpec`), the append-only tables
 //!   that give them ids (`Registry`, `Shared`) and each worker's cache of them
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.

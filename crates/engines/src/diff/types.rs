@@ -7,7 +7,7 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
-use timely::dataflow::operators::CapabilitySet;
+use timely::dataflow::operators::{CapabilitySet, InputCapability};
 use timely::order::Product;
 use timely::progress::frontier::Antichain;
 
@@ -51,6 +51,16 @@ pub(crate) fn bucket(values: &[u32], buckets: u32) -> u32 {
         h ^= h >> 29;
     }
     ((h >> 32) % buckets as u64) as u32
+}
+
+/// Hold, for each output `port` of an operator, capabilities at the times of an input
+/// message's capability `cap` in `held[port]`.
+pub(crate) fn hold_for_outputs(held: &mut [CapabilitySet<Inner>], cap: &InputCapability<Inner>) {
+    for (port, held) in held.iter_mut().enumerate() {
+        for c in cap.retain_stamp(port).iter() {
+            held.insert(c.clone());
+        }
+    }
 }
 
 /// Keep, of the capabilities `held`, only what the `pending` times need: one capability
