@@ -66,7 +66,7 @@ struct Relation<R> {
 }
 
 /// The history of a relation's facts, for the patterns that appear later: per update,
-/// the fact's values, its round and its multiplicity, flat.
+/// the fact's values, its round and its multiplicity.
 ///
 /// The epoch of an update is not kept: a pattern that meets the history is of the
 /// commit in progress (a commit ends when every pattern of its epoch has been met),
@@ -76,15 +76,22 @@ struct Relation<R> {
 /// at the fact's round, or the loop would see it early.
 ///
 /// Values are stored up to the last non-zero one seen in the relation (the rest of a
-/// row is zero padding to the circuit's width), so a record takes `4 × (values + 2)`
-/// bytes whatever the width of the circuit's rows: 16 bytes for a binary relation,
-/// where a `(row, time, diff)` triple of an 8-wide circuit took 44.
+/// row is zero padding to the circuit's width), flat, record after record. The rounds
+/// and multiplicities are stored once per run of records that share them ([`Run`]):
+/// facts come a time at a time, and a time's additions are pushed before its
+/// retractions, so a load makes one run per round and relation. A binary relation's
+/// record takes 8 bytes; with a round and a multiplicity per record it took 16 (and a
+/// `(row, time, diff)` triple of an 8-wide circuit 44).
 #[derive(Default)]
 struct History {
     /// Values per record.
     width: usize,
-    /// Records of `width + 2` words: values, round, multiplicity.
-    data: Vec<u32>,
+    /// Records.
+    len: usize,
+    /// `len` records of `width` words.
+    values: Vec<u32>,
+    /// The runs, by their first record; the first starts at record 0.
+    runs: Vec<Run>,
     /// Records after the last compaction.
     compacted: usize,
     /// Records with a negative multiplicity pushed since the last compaction. Without
@@ -93,13 +100,18 @@ struct History {
     retractions: usize,
 }
 
-impl History {
-    fn stride(&self) -> usize {
-        self.width + 2
-    }
+/// Records `start..` (up to the next run's start) of a [`History`], all at `round` with
+/// multiplicity `diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    start: usize,
+    round: u32,
+    diff: Mult,
+}
 
+impl History {
     fn len(&self) -> usize {
-        self.data.len() / self.stride()
+        self.len
     }
 
     /// Append the update of fact `f` (a row `[rel, values..]`) at `round`.
@@ -111,11 +123,21 @@ impl History {
         }
         // Grow by a quarter, not double: the history is one of the circuit's largest
         // parts and lives as long as the facts.
-        let stride = self.stride();
-        reserve_quarter(&mut self.data, stride);
-        self.data.extend_from_slice(&values[..self.width]);
-        self.data.push(round);
-        self.data.push(diff as u32);
+        reserve_quarter(&mut self.values, self.width);
+        self.values.extend_from_slice(&values[..self.width]);
+        self.push_meta(round, diff);
+    }
+
+    /// Count a record just appended to `values`, at `round` with `diff`.
+    fn push_meta(&mut self, round: u32, diff: Mult) {
+        if !matches!(self.runs.last(), Some(r) if r.round == round && r.diff == diff) {
+            self.runs.push(Run {
+                start: self.len,
+                round,
+                diff,
+            });
+        }
+        self.len += 1;
         if diff < 0 {
             self.retractions += 1;
         }
@@ -123,18 +145,29 @@ impl History {
 
     /// Store `width` values per record from now on (more than now).
     fn widen(&mut self, width: usize) {
-        let (n, stride) = (self.len(), self.stride());
-        self.data = widen_records(&self.data, n, stride, self.width, width - self.width);
+        let w = self.width;
+        self.values = widen_records(&self.values, self.len, w, w, width - w);
         self.width = width;
+    }
+
+    /// Every run, with its records' range.
+    fn runs(&self) -> impl Iterator<Item = (std::ops::Range<usize>, Run)> + '_ {
+        self.runs.iter().enumerate().map(|(i, run)| {
+            let end = self.runs.get(i + 1).map_or(self.len, |next| next.start);
+            (run.start..end, *run)
+        })
     }
 
     /// Every update: the fact as a row of relation `rel`, its round, its multiplicity.
     fn for_each<R: Row>(&self, rel: u32, mut f: impl FnMut(&R, u32, Mult)) {
+        let w = self.width;
         let mut row = R::default();
         row.as_mut()[0] = rel;
-        for r in self.data.chunks_exact(self.stride()) {
-            row.as_mut()[1..=self.width].copy_from_slice(&r[..self.width]);
-            f(&row, r[self.width], r[self.width + 1] as Mult);
+        for (records, run) in self.runs() {
+            for r in records {
+                row.as_mut()[1..=w].copy_from_slice(&self.values[r * w..(r + 1) * w]);
+                f(&row, run.round, run.diff);
+            }
         }
     }
 
@@ -142,49 +175,43 @@ impl History {
     /// those that cancel), when the history has doubled since the last time and
     /// something was retracted since: a load that only adds facts is never sorted (the
     /// sort was an eighth of the workers' time in a full materialization, and its copy
-    /// of the history a transient of the size of the history).
+    /// of the history a transient of the size of the history). The records come out
+    /// by round, so that the runs stay few.
     fn maybe_compact(&mut self) {
-        let len = self.len();
+        let len = self.len;
         if len <= 2 * self.compacted + 1024 {
             return;
         }
-        if self.retractions == 0 {
+        if self.retractions == 0 || u32::try_from(len).is_err() {
             self.compacted = len;
             return;
         }
         self.retractions = 0;
-        let stride = self.stride();
-        let record = |i: u32| &self.data[i as usize * stride..(i as usize + 1) * stride];
-        let mut order: Vec<u32> = (0..len as u32).collect();
-        // By values, then round.
-        order.sort_unstable_by(|&a, &b| record(a)[..stride - 1].cmp(&record(b)[..stride - 1]));
-        let mut data: Vec<u32> = Vec::with_capacity(self.data.len());
-        let mut last: Option<usize> = None;
-        for i in order {
-            let r = record(i);
-            let diff = r[stride - 1] as Mult;
-            if let Some(at) = last
-                && data[at..at + stride - 1] == r[..stride - 1]
-            {
-                data[at + stride - 1] = (data[at + stride - 1] as Mult + diff) as u32;
-                continue;
-            }
-            if let Some(at) = last
-                && data[at + stride - 1] == 0
-            {
-                data.truncate(at);
-            }
-            last = Some(data.len());
-            data.extend_from_slice(r);
+        let w = self.width;
+        let values = |i: u32| &self.values[i as usize * w..(i as usize + 1) * w];
+        // (round, multiplicity, record), by round, then values.
+        let mut order: Vec<(u32, Mult, u32)> = Vec::with_capacity(len);
+        for (records, run) in self.runs() {
+            order.extend(records.map(|r| (run.round, run.diff, r as u32)));
         }
-        if let Some(at) = last
-            && data[at + stride - 1] == 0
-        {
-            data.truncate(at);
+        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| values(a.2).cmp(values(b.2))));
+        let mut compacted = History {
+            width: w,
+            values: Vec::with_capacity(self.values.len()),
+            ..History::default()
+        };
+        for same in order.chunk_by(|a, b| a.0 == b.0 && values(a.2) == values(b.2)) {
+            let diff: Mult = same.iter().map(|u| u.1).sum();
+            if diff != 0 {
+                compacted.values.extend_from_slice(values(same[0].2));
+                compacted.push_meta(same[0].0, diff);
+            }
         }
-        data.shrink_to_fit();
-        self.data = data;
-        self.compacted = self.len();
+        compacted.values.shrink_to_fit();
+        compacted.runs.shrink_to_fit();
+        compacted.retractions = 0;
+        compacted.compacted = compacted.len;
+        *self = compacted;
     }
 }
 
@@ -304,7 +331,10 @@ impl<R: Row> State<R> {
         for r in &self.relations {
             usage += Usage {
                 records: r.facts.len() as u64,
-                bytes: vec_bytes(&r.facts.data) + vec_bytes(&r.patterns) + vec_bytes(&r.specs),
+                bytes: vec_bytes(&r.facts.values)
+                    + vec_bytes(&r.facts.runs)
+                    + vec_bytes(&r.patterns)
+                    + vec_bytes(&r.specs),
             };
         }
         usage
@@ -435,7 +465,15 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                                 }
                             }
                         }
-                        relation.facts.push(&f, t.inner, d);
+                    }
+                    // The history: a time's additions, then its retractions (so that
+                    // they make two runs, not one per alternation).
+                    for positive in [true, false] {
+                        for &(f, t, d) in same.iter().filter(|u| (u.2 > 0) == positive) {
+                            relation(relations, f.as_ref()[0])
+                                .facts
+                                .push(&f, t.inner, d);
+                        }
                     }
                 }
                 for held in &mut held {
@@ -509,9 +547,11 @@ mod tests {
         // Values up to the last non-zero one: none, then one, then two (re-encoded).
         h.push(&row(0, 0), 3, 1);
         h.push(&row(5, 0), 1, 1);
-        assert_eq!((h.width, h.stride()), (1, 3));
+        assert_eq!((h.width, h.values.len()), (1, 2));
         h.push(&row(5, 6), 2, 1);
-        assert_eq!(h.width, 2);
+        assert_eq!((h.width, h.values.len()), (2, 6));
+        // Three rounds: three runs.
+        assert_eq!(h.runs.len(), 3);
         let mut seen = Vec::new();
         h.for_each::<[u32; 4]>(4, |f, round, d| seen.push((*f, round, d)));
         assert_eq!(
@@ -543,7 +583,58 @@ mod tests {
         expected.sort();
         assert_eq!(seen, expected);
         assert_eq!(h.compacted, h.len());
-        assert_eq!(h.data.capacity(), h.data.len());
+        assert_eq!(h.values.capacity(), h.values.len());
+        // Compacted by round, then values: a run wherever the round or the
+        // multiplicity changes in that order.
+        let mut by_round: Vec<(u32, [u32; 4], Mult)> =
+            expected.iter().map(|&(f, r, d)| (r, f, d)).collect();
+        by_round.sort();
+        let runs = 1 + by_round
+            .windows(2)
+            .filter(|w| (w[0].0, w[0].2) != (w[1].0, w[1].2))
+            .count();
+        assert_eq!(h.runs.len(), runs);
+        assert!(runs < 20, "{runs} runs for {} records", by_round.len());
+    }
+
+    #[test]
+    fn a_load_makes_one_run_per_round() {
+        let mut h = History::default();
+        let row = |a, b| [4u32, a, b, 0];
+        for round in 1..4u32 {
+            for i in 1..=1000u32 {
+                h.push(&row(i, round), round, 1);
+            }
+        }
+        assert_eq!(h.len(), 3000);
+        assert_eq!(h.values.len(), 6000, "two words a record, nothing else");
+        assert_eq!(h.runs.len(), 3);
+        // A retraction starts a run, and so does the next addition.
+        h.push(&row(1, 3), 3, -1);
+        h.push(&row(2, 3), 3, 1);
+        assert_eq!(h.runs.len(), 5);
+        let mut n = 0;
+        h.for_each::<[u32; 4]>(4, |f, round, d| {
+            n += 1;
+            assert_eq!(f[2], round);
+            assert!(d == 1 || (*f == row(1, 3) && d == -1));
+        });
+        assert_eq!(n, 3002);
+    }
+
+    #[test]
+    fn a_history_of_zero_width_counts_its_records() {
+        // A relation whose values are all 0 (or a nullary one) stores no values.
+        let mut h = History::default();
+        for _ in 0..3 {
+            h.push(&[4u32, 0, 0, 0], 2, 1);
+        }
+        h.push(&[4u32, 0, 0, 0], 2, -1);
+        assert_eq!((h.width, h.values.len(), h.len()), (0, 0, 4));
+        let mut seen = Vec::new();
+        h.for_each::<[u32; 4]>(4, |f, round, d| seen.push((*f, round, d)));
+        assert_eq!(seen.len(), 4);
+        assert_eq!(seen.iter().map(|s| s.2).sum::<Mult>(), 2);
     }
 
     #[test]
@@ -554,9 +645,9 @@ mod tests {
         for i in (0..3000u32).rev() {
             h.push(&row(i), 1, 1);
         }
-        let before = h.data.clone();
+        let before = h.values.clone();
         h.maybe_compact();
-        assert_eq!(h.data, before, "nothing to add up, so nothing moved");
+        assert_eq!(h.values, before, "nothing to add up, so nothing moved");
         assert_eq!(h.compacted, h.len());
         // One retraction, then enough growth: the history compacts, and the fact
         // retracted at the round it was added is gone.
@@ -570,7 +661,7 @@ mod tests {
         h.for_each::<[u32; 4]>(4, |f, _, _| {
             first.get_or_insert(*f);
         });
-        assert_eq!(first, Some(row(0)), "sorted by values");
+        assert_eq!(first, Some(row(0)), "sorted by round, then values");
         assert_eq!(h.retractions, 0);
     }
 
