@@ -321,7 +321,11 @@ impl Results {
             self.repeat,
             self.timeout_s,
             self.memory_limit_mb,
-            self.souffle.as_deref().unwrap_or("not installed")
+            match &self.souffle {
+                Some(path) => path.as_str(),
+                None if self.engines.iter().any(|e| e == "souffle") => "not installed",
+                None => "not requested",
+            }
         );
         if self.measurements.len() < self.planned {
             let _ = writeln!(
@@ -487,6 +491,16 @@ mod tests {
             planned: measurements.len(),
             measurements,
         }
+    }
+
+    #[test]
+    fn the_header_says_whether_souffle_was_asked_for() {
+        let mut r = results(vec![measurement("diff", Status::Ok, 0.3, 0)]);
+        assert!(r.markdown().contains("Soufflé: not installed."));
+        r.engines.retain(|e| e != "souffle");
+        assert!(r.markdown().contains("Soufflé: not requested."));
+        r.souffle = Some("/usr/bin/souffle".into());
+        assert!(r.markdown().contains("Soufflé: /usr/bin/souffle."));
     }
 
     #[test]
