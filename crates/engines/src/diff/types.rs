@@ -78,17 +78,7 @@ pub(crate) fn hold_only(held: &mut CapabilitySet<Inner>, pending: impl Iterator<
     *held = kept;
 }
 
-/// Make room in `v` for `additional` more elements, growing it by a quarter (at least
-/// 1,024 elements) rather than doubling it: for the vectors that grow to hold every
-/// fact of a worker (the `distinct`'s rows, a commit's output), doubling leaves up to
-/// half of the largest allocation unused, a quarter at most this way. Growing a vector
-/// that large costs no copy (the allocator remaps its pages).
-#[inline]
-pub(crate) fn reserve_quarter<T>(v: &mut Vec<T>, additional: usize) {
-    if v.capacity() - v.len() < additional {
-        v.reserve_exact(additional.max(v.len() / 4).max(1024));
-    }
-}
+pub(crate) use crate::store::reserve_quarter;
 
 /// How many words of `row` are in use: up to its last non-zero one (the rest of a row
 /// of the circuit's width is zero padding).

@@ -25,6 +25,26 @@
 //! Every hash is [`hash_values`] of the values concerned, in column order, so a key made
 //! of variable bindings hashes like the projection of a matching row.
 
+/// Make room in `v` for `additional` more elements: doubling it while it is small (up to
+/// 256 KiB), growing it by a quarter beyond. For the vectors that grow to hold every
+/// fact (a relation's rows, the `distinct`'s tables, a commit's output), doubling
+/// leaves up to half of the largest allocation unused, a quarter at most this way.
+/// Growing a vector that large costs no copy: it is a block of its own, mapped, and the
+/// allocator remaps its pages (the `dynalog` binary fixes glibc's threshold for that at
+/// 256 KiB, see its `process::tune_allocator`).
+#[inline]
+pub(crate) fn reserve_quarter<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() < additional {
+        let len = v.len();
+        let grow = if len * std::mem::size_of::<T>() < 256 << 10 {
+            len.max(1024)
+        } else {
+            len / 4
+        };
+        v.reserve_exact(additional.max(grow));
+    }
+}
+
 mod growing;
 mod index;
 mod indexed;

@@ -54,6 +54,9 @@ impl Rows {
     pub(crate) fn push(&mut self, tuple: &[u32]) -> u32 {
         debug_assert_eq!(tuple.len(), self.arity);
         let id = self.len;
+        // By a quarter once large: a relation's rows are one of the largest parts of
+        // every engine, and live as long as its facts.
+        super::reserve_quarter(&mut self.data, tuple.len());
         self.data.extend_from_slice(tuple);
         self.len += 1;
         id
@@ -85,5 +88,27 @@ impl Rows {
         self.data.append(&mut other.data);
         self.len += other.len;
         other.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_double_while_small_and_grow_by_a_quarter_once_large() {
+        let mut rows = Rows::new(2);
+        rows.push(&[1, 2]);
+        assert_eq!(rows.data.capacity(), 1024, "a first block of 4 KiB");
+        // 256 KiB of rows (65,536 words): doubled up to there.
+        while rows.data.len() < 65536 {
+            rows.push(&[3, 4]);
+        }
+        let cap = rows.data.capacity();
+        assert_eq!(cap, 65536);
+        rows.push(&[5, 6]);
+        assert_eq!(rows.data.capacity(), 65536 + 16384, "a quarter more");
+        assert_eq!(rows.len(), 32769);
+        assert_eq!(rows.row(32768), &[5, 6]);
     }
 }
