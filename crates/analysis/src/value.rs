@@ -1,7 +1,9 @@
 //! The value domain: every value is a `u32`.
 
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One column value. Its meaning depends on the column's [`Type`]:
@@ -292,7 +294,11 @@ pub struct SymbolTable {
 
 #[derive(Clone, Default)]
 struct Names {
-    ids: FxHashMap<Arc<str>, Value>,
+    /// Each symbol's id, found by its text's hash ([`text_hash`]); the text is
+    /// `names[id]`. A table of ids takes 4 bytes a bucket, where a map from the text
+    /// kept a second pointer to it beside the id (24 bytes a bucket): RDF data has a
+    /// symbol for every IRI and literal (1.3M on LUBM(50)).
+    ids: HashTable<Value>,
     names: Vec<Arc<str>>,
     /// Records by id: `[branch, fields...]`; id 0 is `nil` (an empty row).
     records: Vec<Arc<[Value]>>,
@@ -332,6 +338,20 @@ pub struct TableMark {
     autoinc: usize,
 }
 
+/// The hash of a symbol's text in [`Names::ids`].
+fn text_hash(s: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
+impl Names {
+    /// The id of the symbol `s`, if interned.
+    fn symbol(&self, s: &str) -> Option<Value> {
+        self.ids
+            .find(text_hash(s), |&id| &*self.names[id as usize] == s)
+            .copied()
+    }
+}
+
 impl fmt::Debug for SymbolTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SymbolTable({} symbols)", self.len())
@@ -349,7 +369,7 @@ impl SymbolsRead<'_> {
     }
 
     pub fn lookup(&self, s: &str) -> Option<Value> {
-        self.0.ids.get(s).copied()
+        self.0.symbol(s)
     }
 
     pub fn len(&self) -> usize {
@@ -416,23 +436,26 @@ impl SymbolTable {
     }
 
     pub fn intern(&self, s: &str) -> Value {
-        if let Some(&id) = self.names().ids.get(s) {
+        if let Some(id) = self.names().symbol(s) {
             return id;
         }
-        let mut names = self.names_mut();
+        let mut guard = self.names_mut();
         // Another thread may have interned it between the two locks.
-        if let Some(&id) = names.ids.get(s) {
+        if let Some(id) = guard.symbol(s) {
             return id;
         }
+        let names = &mut *guard;
         let id = names.names.len() as Value;
-        let name: Arc<str> = s.into();
-        names.names.push(name.clone());
-        names.ids.insert(name, id);
+        names.names.push(s.into());
+        let texts = &names.names;
+        names
+            .ids
+            .insert_unique(text_hash(s), id, |&i| text_hash(&texts[i as usize]));
         id
     }
 
     pub fn lookup(&self, s: &str) -> Option<Value> {
-        self.names().ids.get(s).copied()
+        self.names().symbol(s)
     }
 
     /// The text of `id`; empty for an id the table does not have (no engine makes one).
@@ -453,9 +476,14 @@ impl SymbolTable {
     pub fn truncate(&self, len: usize) {
         let mut guard = self.names_mut();
         let names = &mut *guard;
-        for name in names.names.drain(len.min(names.names.len())..) {
-            names.ids.remove(&name);
+        let len = len.min(names.names.len());
+        for id in len..names.names.len() {
+            let hash = text_hash(&names.names[id]);
+            if let Ok(entry) = names.ids.find_entry(hash, |&i| i as usize == id) {
+                entry.remove();
+            }
         }
+        names.names.truncate(len);
     }
 
     /// How far the symbols and records have grown, for [`SymbolTable::rollback`].
@@ -709,5 +737,29 @@ mod tests {
         assert_eq!(st.intern("c"), 1, "ids are issued densely again");
         st.truncate(5);
         assert_eq!(st.len(), 2);
+    }
+
+    #[test]
+    fn symbols_are_found_by_their_text_as_the_table_grows_and_shrinks() {
+        let st = SymbolTable::new();
+        let text = |i: u32| format!("http://example.org/s{i}");
+        for i in 0..20_000u32 {
+            assert_eq!(st.intern(&text(i)), i);
+        }
+        for i in (0..20_000u32).step_by(7) {
+            assert_eq!(st.intern(&text(i)), i, "interned once");
+            assert_eq!(st.lookup(&text(i)), Some(i));
+            assert_eq!(&*st.resolve(i), text(i));
+        }
+        st.truncate(10_000);
+        assert_eq!(st.lookup(&text(9_999)), Some(9_999));
+        assert_eq!(st.lookup(&text(10_000)), None);
+        assert_eq!(st.read().lookup(&text(15_000)), None);
+        assert_eq!(st.intern(&text(15_000)), 10_000);
+        // A fork has its own table of ids.
+        let fork = st.fork();
+        assert_eq!(fork.intern("new"), 10_001);
+        assert_eq!(st.lookup("new"), None);
+        assert_eq!(fork.lookup(&text(3)), Some(3));
     }
 }
