@@ -18,8 +18,18 @@ use std::sync::{Arc, RwLock};
 
 /// `key[0]` of a negated pattern: the pattern id with this bit set.
 pub(crate) const NEG: u32 = 0x4000_0000;
+/// `key[0]` of a pattern at a rule's last atom (positive): the pattern id with this
+/// bit set. Its entries go to the last atoms' join (module `last_join`), not to the
+/// shared index; a pattern used at a last atom and elsewhere has two ids.
+pub(crate) const LAST_PAT: u32 = 0x2000_0000;
 /// Relation and pattern ids must stay below this.
-pub(crate) const ID_LIMIT: u32 = 0x4000_0000;
+pub(crate) const ID_LIMIT: u32 = 0x2000_0000;
+
+/// The pattern id of a `key[0]`.
+#[inline]
+pub(crate) fn pattern_of(key0: u32) -> u32 {
+    key0 & !(NEG | LAST_PAT)
+}
 /// The tag of a head fact flowing out of a stage (instead of a rule id).
 pub(crate) const HEAD: u32 = u32::MAX;
 /// Set in the tag of a substitution waiting at its rule's last atom (whose join emits
@@ -118,6 +128,8 @@ pub(crate) struct PatternSpec {
     /// The entries carry a bucket of their free values after the bound ones (see
     /// [`JoinStep::bucketed`]).
     pub spread: bool,
+    /// Used at a rule's last atom (see [`LAST_PAT`]).
+    pub last: bool,
 }
 
 impl PatternSpec {
@@ -579,6 +591,10 @@ impl Registry {
         let mut joins: Vec<JoinStep> = Vec::new();
         // Whether every positive atom so far selects by a constant (see `spread` below).
         let mut selective = true;
+        let last_atom = rule
+            .body
+            .iter()
+            .rposition(|l| matches!(l, Literal::Atom(_) | Literal::Not(_)));
         for (i, lit) in rule.body.iter().enumerate() {
             let (atom, neg) = match lit {
                 Literal::Atom(a) => (a, false),
@@ -651,13 +667,19 @@ impl Registry {
             if !neg {
                 selective &= atom.args.iter().any(|t| matches!(t, Term::Const(_)));
             }
+            let last = !neg && last_atom == Some(i);
             let id = self.pattern_id(PatternSpec {
                 rel: atom.relation,
                 neg,
                 cols,
                 spread,
+                last,
             })?;
-            let key0 = if neg { id | NEG } else { id };
+            let key0 = match (neg, last) {
+                (true, _) => id | NEG,
+                (false, true) => id | LAST_PAT,
+                (false, false) => id,
+            };
             joins.push(JoinStep {
                 key0,
                 bucketed: spread,
@@ -758,7 +780,7 @@ impl fmt::Display for RuleDisplay<'_> {
             writeln!(f, "  {}", n.literal(lit))?;
         }
         for (i, step) in self.rule.joins.iter().enumerate() {
-            let id = step.key0 & !NEG;
+            let id = pattern_of(step.key0);
             let Some(spec) = self.patterns.get(id as usize) else {
                 writeln!(f, "  join pattern {id} (unknown)")?;
                 continue;

@@ -4,13 +4,14 @@
 //! See the module documentation of [`crate::diff`] for the picture; this file is the
 //! code of it.
 
-use super::compile::{AGG, HEAD, LAST, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
+use super::compile::{AGG, HEAD, LAST, LAST_PAT, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
 use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
+use super::last_join::last_join;
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
 use super::mirror::{Part, lock};
-use super::step::{Emit, emit, head};
+use super::step::{Emit, emit};
 use super::types::{Inner, Mult, Row, Sub, bucket, reserve_quarter};
 use differential_dataflow::VecCollection;
 use differential_dataflow::input::{Input, InputSession};
@@ -156,9 +157,17 @@ pub(crate) fn build<R: Row>(
             let (entries, direct, meter) =
                 pattern_entries(facts, patterns, tables.clone(), buckets);
             meters.push(meter);
-            let [index, negated_entries] =
+            // Entries of last atoms' patterns go to their own join (module `last_join`).
+            let [index, negated_entries, last_entries] =
                 split(entries, "SplitEntries", |(k, _): &(R, R)| {
-                    usize::from(k.as_ref()[0] & NEG != 0)
+                    let k0 = k.as_ref()[0];
+                    if k0 & NEG != 0 {
+                        1
+                    } else if k0 & LAST_PAT != 0 {
+                        2
+                    } else {
+                        0
+                    }
                 });
             let index = index.arrange_by_key_named("Index");
             arrangements.push(index.trace.operator().address.clone());
@@ -199,6 +208,7 @@ pub(crate) fn build<R: Row>(
             // One join stage per body position; substitutions at their last atom emit
             // head facts directly.
             let mut heads = Vec::new();
+            let mut lasts = Vec::new();
             for s in 0..stages {
                 // Split by what the substitution waits for: nothing (a head fact), an
                 // index entry or a negation, and whether it is the rule's last atom.
@@ -215,18 +225,13 @@ pub(crate) fn build<R: Row>(
                         }
                     });
                 heads.push(to_head.map(|(fact, _)| fact));
+                lasts.push(last_index);
                 let at_index = at_index.arrange_by_key_named("WaitIndex");
-                let last_index = last_index.arrange_by_key_named("LastIndex");
                 arrangements.push(at_index.trace.operator().address.clone());
-                arrangements.push(last_index.trace.operator().address.clone());
                 let stage = s + 1;
                 meters.push(trace_meter(
                     format!("substitutions at stage {stage}, next atom"),
                     &at_index.trace,
-                ));
-                meters.push(trace_meter(
-                    format!("substitutions at stage {stage}, last atom"),
-                    &last_index.trace,
                 ));
 
                 let t = tables.clone();
@@ -236,13 +241,6 @@ pub(crate) fn build<R: Row>(
                             emit(rule, sub.0, Some(s), vals.as_ref(), sub.1, buckets)
                         })
                     });
-                let t = tables.clone();
-                heads.push(last_index.join_core(
-                    index.clone(),
-                    move |_k, sub: &Sub<R>, vals: &R| {
-                        t.with_rule(sub.0 & !LAST, |rule| head(rule, s, vals.as_ref(), sub.1))
-                    },
-                ));
                 let wait_neg = at_neg.clone().arrange_by_key_named("WaitNeg");
                 arrangements.push(wait_neg.trace.operator().address.clone());
                 meters.push(trace_meter(
@@ -265,6 +263,12 @@ pub(crate) fn build<R: Row>(
                 subs = subs.concat(direct);
             }
             heads.push(subs.filter(|(_, sub)| sub.0 == HEAD).map(|(fact, _)| fact));
+            // Substitutions at their rule's last atom, of every stage, meet that atom's
+            // entries in one join, which emits the head facts.
+            let lasts = differential_dataflow::collection::concatenate(inner, lasts);
+            let (from_last, last_meters) = last_join(lasts, last_entries, tables.clone());
+            heads.push(from_last);
+            meters.extend(last_meters);
 
             let heads = differential_dataflow::collection::concatenate(inner, heads);
             let heads = VecCollection::new(

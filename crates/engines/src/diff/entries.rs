@@ -21,7 +21,7 @@
 //! a capability for its fact's or its pattern's time, which is at most the record's
 //! time (the join of the two).
 
-use super::compile::{ColSpec, NEG, PatternSpec, Tables};
+use super::compile::{ColSpec, PatternSpec, Tables, pattern_of};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::{Emit, first_step};
 use super::types::{
@@ -383,7 +383,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                 let mut entries = entries_out.session(&cap);
                 let mut direct = direct_out.session(&cap);
                 for (p, t, d) in data.drain(..) {
-                    let spec = tables.pattern(p.0 & !NEG);
+                    let spec = tables.pattern(pattern_of(p.0));
                     let relation = relation(relations, spec.rel);
                     // A projection gives many facts the same record (`T(x, _, _)`: one
                     // per subject): add those up before they are sent.
@@ -496,7 +496,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
                     relation.specs = relation
                         .patterns
                         .iter()
-                        .map(|(p, _, _)| tables.pattern(p.0 & !NEG))
+                        .map(|(p, _, _)| tables.pattern(pattern_of(p.0)))
                         .collect();
                     relation.patterns_compacted = relation.patterns.len();
                 }
@@ -512,6 +512,7 @@ pub(crate) fn pattern_entries<'s, R: Row>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::compile::NEG;
     use super::*;
     use timely::order::Product;
 
@@ -673,6 +674,7 @@ mod tests {
             neg: false,
             cols: vec![ColSpec::Free, ColSpec::Const(7)],
             spread: true,
+            last: false,
         };
         assert_eq!(entry(5, &spec, &[1u32, 3, 8], 4), None);
         let (key, val) = entry(5, &spec, &[1u32, 3, 7], 4).expect("matches");
@@ -685,6 +687,7 @@ mod tests {
             neg: false,
             cols: vec![ColSpec::Bound, ColSpec::Free, ColSpec::Free],
             spread: true,
+            last: false,
         };
         let (key, val) = entry(6, &keyed, &[1u32, 3, 8, 9], 4).expect("matches");
         assert_eq!(key, [6, 3, bucket(&val, 4), 0]);

@@ -100,8 +100,17 @@
 //!   The join closure binds the matched values, evaluates the following comparisons
 //!   and assignments (a division by zero drops the substitution, as in the reference),
 //!   and computes the key of the next atom. Substitutions waiting at their rule's last
-//!   atom are arranged apart, and their joins emit the head fact directly (a bare row,
-//!   the narrowest record of the circuit, which is also its most numerous).
+//!   atom, of every stage, go to one join of their own (module `last_join`), which
+//!   emits the head fact directly (a bare row, the narrowest record of the circuit,
+//!   which is also its most numerous). It meets them with the entries of the last
+//!   atoms' patterns (a pattern used at a last atom has an id of its own, so its
+//!   entries go there and not to `index`), and it is not differential's `join_core`
+//!   on two arrangements but an operator for the loop's times, as the `distinct` is:
+//!   per key, each side's records with their round in a hash table, every earlier
+//!   epoch folded in; a record arriving pairs with the other side's records under its
+//!   key at the later of the two rounds, then is stored. No sort, no merges, and one
+//!   hash lookup per substitution: tc over G(2000, 0.0025) 2.59 → 2.12 s, RhoDF over
+//!   LUBM(50) 4.9 → 3.5 s (see docs/benchmarks.md).
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
 //!   with several derivations survives the loss of one of them). The heads of a round
 //!   are first added up per (fact, round) in a hash table on the fact's worker
@@ -170,17 +179,20 @@
 //!
 //! [`Engine::memory`] reports every part below, measured (module `memory`); `run
 //! --stats`, a session's `size` and `serve`'s `/metrics` print it. Per fact of the
-//! materialization, on transitive closure (3.9M facts, 2 workers; 79 bytes a fact in
+//! materialization, on transitive closure (3.9M facts, 2 workers; 68 bytes a fact in
 //! all, 2.6 steps of history a fact on average):
 //!
 //! * the `distinct`'s tables, one per relation (module `steps`): a 4-byte slot number
 //!   in a hash table, the values cut to the words facts use (not the circuit's width;
-//!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes (32
+//!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes (34
 //!   bytes a fact);
 //! * the fact's history in the index entries' operator, for patterns added later:
-//!   its values up to the last non-zero one, its round and multiplicity, flat (18);
-//! * per join stage, the arrangement of the substitutions waiting there (for
-//!   transitive closure, one per `path` fact at the last atom: 29);
+//!   its values up to the last non-zero one, flat, with a round and a multiplicity
+//!   per run of records (9);
+//! * per join stage, the arrangement of the substitutions waiting there at an atom
+//!   that is not their rule's last; those at a last atom, per key in the last atoms'
+//!   join, `[rule id, slots.., round, multiplicity]` (for transitive closure, one per
+//!   `path` fact: 25), with the entries of the last atoms' patterns beside them;
 //! * the handle's base facts (in a cluster also its copy of the materialization: per
 //!   relation a flat hash set of rows, about `4 × arity` bytes plus the table's slack;
 //!   in one process the handle reads the `distinct`'s table instead);
@@ -216,6 +228,7 @@
 //!                          │           │          │          └──→ types
 //!                          │           │          └──→ compile, types, memory
 //!                          │           ├──→ consolidate ─→ types, memory
+//!                          │           ├──→ last_join ─→ step, compile, types, memory
 //!                          │           ├──→ distinct ─→ steps ─→ types
 //!                          │           │          └──→ types, memory
 //!                          │           └──→ step, compile, types, memory
@@ -234,8 +247,8 @@
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
-//! * `consolidate`, `distinct` (with its table, `steps`), `entries`: the hand-written
-//!   operators; `memory`: the meters of every part.
+//! * `consolidate`, `distinct` (with its table, `steps`), `entries`, `last_join`: the
+//!   hand-written operators; `memory`: the meters of every part.
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
 //! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:
@@ -247,6 +260,7 @@ mod consolidate;
 mod dataflow;
 mod distinct;
 mod entries;
+mod last_join;
 mod liveness;
 mod memory;
 mod mirror;
