@@ -50,6 +50,7 @@ use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::{Capability, CapabilitySet};
 use timely::order::Product;
+use timely::progress::operate::FrontierInterest;
 
 /// `heads` of the pairs of `subs` (substitutions at their rule's last atom, by key)
 /// and `entries` (index entries of last atoms' patterns, by key). Also returns the
@@ -87,6 +88,9 @@ pub(crate) fn last_join<'s, R: Row>(
     let route_entry = Exchange::new(|u: &((R, R), Inner, Mult)| u.0.0.hashed());
     let mut subs_in = builder.new_input(subs.inner, route_sub);
     let mut entries_in = builder.new_input(entries.inner, route_entry);
+    // No frontier is waited for: an input's progress alone is no reason to run.
+    builder.set_notify_for(0, FrontierInterest::Never);
+    builder.set_notify_for(1, FrontierInterest::Never);
     let (output, stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
     let mut output: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(output);
     builder.build(move |_capabilities| {
