@@ -35,7 +35,7 @@
 use super::compile::{LAST, Tables};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::head;
-use super::types::{Inner, Mult, Row, Sub};
+use super::types::{Inner, Mult, Row, Sub, WIDTHS};
 use differential_dataflow::VecCollection;
 use differential_dataflow::hashable::Hashable;
 use hashbrown::HashTable;
@@ -230,7 +230,8 @@ impl<R: Row> State<R> {
                 }
             });
         }
-        let mut record = [0u32; 17];
+        // The rule id, then the slots of the widest row.
+        let mut record = [0u32; 1 + WIDTHS[WIDTHS.len() - 1]];
         record[0] = id;
         record[1..=width].copy_from_slice(slots.as_ref());
         self.subs.push(&key, &record[..=width], t, d);
