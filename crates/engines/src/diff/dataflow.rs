@@ -5,7 +5,6 @@
 //! code of it.
 
 use super::compile::{AGG, HEAD, LAST, LAST_PAT, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
-use super::consolidate::consolidate_heads;
 use super::distinct::distinct;
 use super::entries::{INDEX, Use, pattern_entries};
 use super::last_join::last_join;
@@ -276,12 +275,11 @@ pub(crate) fn build<R: Row>(
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
-            let (derived, meter) = consolidate_heads(heads);
-            meters.push(meter);
+            // The `distinct` adds the heads up per (fact, time) as they come.
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.
-            let [derived, aggregated] = split(derived, "SplitAggregates", |r: &R| {
+            let [derived, aggregated] = split(heads, "SplitAggregates", |r: &R| {
                 usize::from(r.as_ref()[0] & AGG != 0)
             });
             let aggregated = aggregated

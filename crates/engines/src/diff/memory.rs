@@ -8,8 +8,8 @@
 //! (keys, values, times, diffs and their offsets): what is allocated, not only used. A
 //! merge in progress is counted by its two inputs; the output it is building is not
 //! reachable from outside, so a report taken while arrangements merge is low by up to
-//! the merged part. The hand-written operators (`distinct`, `entries`,
-//! `consolidate`, `last_join`) share their state with their meters.
+//! the merged part. The hand-written operators (`distinct`, `entries`, `last_join`)
+//! share their state with their meters.
 
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::TraceReader;

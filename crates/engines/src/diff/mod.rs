@@ -112,10 +112,10 @@
 //!   hash lookup per substitution: tc over G(2000, 0.0025) 2.59 → 2.12 s, RhoDF over
 //!   LUBM(50) 4.9 → 3.5 s (see docs/benchmarks.md).
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
-//!   with several derivations survives the loss of one of them). The heads of a round
-//!   are first added up per (fact, round) in a hash table on the fact's worker
-//!   (module `consolidate`): a recursive rule derives most facts many times per
-//!   round. The `distinct` itself (module `distinct`) is not differential's (two
+//!   with several derivations survives the loss of one of them). The heads go to
+//!   their fact's worker, where the `distinct` adds a round's up per fact in a hash
+//!   table as they come: a recursive rule derives most facts many times per round.
+//!   The `distinct` (module `distinct`) is not differential's (two
 //!   arrangements and a `reduce`, general over any lattice of times) but an operator
 //!   for the loop's times, whose epochs come one after another and whose rounds are
 //!   totally ordered: per fact, a short list of `(round, count change, presence
@@ -179,7 +179,7 @@
 //!
 //! [`Engine::memory`] reports every part below, measured (module `memory`); `run
 //! --stats`, a session's `size` and `serve`'s `/metrics` print it. Per fact of the
-//! materialization, on transitive closure (3.9M facts, 2 workers; 68 bytes a fact in
+//! materialization, on transitive closure (3.9M facts, 2 workers; 60 bytes a fact in
 //! all, 2.6 steps of history a fact on average):
 //!
 //! * the `distinct`'s tables, one per relation (module `steps`): a 4-byte slot number
@@ -191,8 +191,10 @@
 //!   per run of records (9);
 //! * per join stage, the arrangement of the substitutions waiting there at an atom
 //!   that is not their rule's last; those at a last atom, per key in the last atoms'
-//!   join, `[rule id, slots.., round, multiplicity]` (for transitive closure, one per
-//!   `path` fact: 25), with the entries of the last atoms' patterns beside them;
+//!   join: the rule id, the slots up to the last non-zero one (the dead ones are zero,
+//!   and so are the key's values, which the key holds), the round and the
+//!   multiplicity (for transitive closure, one per `path` fact: 16.5), with the
+//!   entries of the last atoms' patterns beside them;
 //! * the handle's base facts (in a cluster also its copy of the materialization: per
 //!   relation a flat hash set of rows, about `4 × arity` bytes plus the table's slack;
 //!   in one process the handle reads the `distinct`'s table instead);
@@ -202,8 +204,8 @@
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient, and at scale about
 //! one and a half times the state at rest: the head facts derived in one round wait,
-//! added up per fact, in the consolidation's hash tables until the round completes
-//! (head records are bare rows for that reason), a round's new substitutions wait in
+//! added up per fact, in the `distinct`'s hash table of the round until the round
+//! completes (head records are bare rows for that reason), a round's new substitutions wait in
 //! their arrangement's batcher, and the arrangements' merges hold both inputs until
 //! their output is complete. No stream is copied for the operators that read it (see
 //! above), no worker buffers its changes of a commit unless the caller asks for them,
@@ -227,7 +229,6 @@
 //! mod.rs (the handle) ─→ runtime ─→ dataflow ─→ entries ─→ step ─→ compile
 //!                          │           │          │          └──→ types
 //!                          │           │          └──→ compile, types, memory
-//!                          │           ├──→ consolidate ─→ types, memory
 //!                          │           ├──→ last_join ─→ step, compile, types, memory
 //!                          │           ├──→ distinct ─→ steps ─→ types
 //!                          │           │          └──→ types, memory
@@ -247,8 +248,8 @@
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
-//! * `consolidate`, `distinct` (with its table, `steps`), `entries`, `last_join`: the
-//!   hand-written operators; `memory`: the meters of every part.
+//! * `distinct` (with its table, `steps`), `entries`, `last_join`: the hand-written
+//!   operators; `memory`: the meters of every part.
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
 //! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:
@@ -256,7 +257,6 @@
 //!   workers' tables or (in a cluster) a copy the workers update.
 
 mod compile;
-mod consolidate;
 mod dataflow;
 mod distinct;
 mod entries;
