@@ -33,8 +33,11 @@ pub(crate) fn pattern_of(key0: u32) -> u32 {
 /// The tag of a head fact flowing out of a stage (instead of a rule id).
 pub(crate) const HEAD: u32 = u32::MAX;
 /// Set in the tag of a substitution waiting at its rule's last atom (whose join emits
-/// the head fact directly). Rule ids stay below it.
+/// the head fact directly).
 pub(crate) const LAST: u32 = 0x8000_0000;
+/// Rule ids stay below this: the last atoms' join keeps a record's length in the
+/// bits above a rule id (module `last_join`).
+pub(crate) const RULE_LIMIT: u32 = 1 << 26;
 /// The level (coarse stratum) of a rule is the high part of the iteration coordinate:
 /// the rules of level `k` start at inner time `k << LEVEL_SHIFT`.
 pub(crate) const LEVEL_SHIFT: u32 = 22;
@@ -560,7 +563,7 @@ impl Registry {
         }
         let mut table = self.shared.rules.write().unwrap_or_else(|e| e.into_inner());
         let id = table.len() as u32;
-        if id >= LAST {
+        if id >= RULE_LIMIT {
             return Err("too many rules".into());
         }
         table.push(Arc::new(compiled));

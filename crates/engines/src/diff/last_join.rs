@@ -32,10 +32,10 @@
 //! atom has an id of its own, with [`super::compile::LAST_PAT`] in its key, so its
 //! entries come here and not to the shared index).
 
-use super::compile::{LAST, Tables};
+use super::compile::{LAST, RULE_LIMIT, Tables};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::step::head;
-use super::types::{Inner, Mult, Row, Sub, WIDTHS};
+use super::types::{Inner, Mult, Row, Sub, used_words};
 use differential_dataflow::VecCollection;
 use differential_dataflow::hashable::Hashable;
 use hashbrown::HashTable;
@@ -60,10 +60,9 @@ pub(crate) fn last_join<'s, R: Row>(
     entries: VecCollection<'s, Inner, (R, R), Mult>,
     tables: Rc<Tables>,
 ) -> (VecCollection<'s, Inner, R, Mult>, [Meter; 3]) {
-    let width = R::default().as_ref().len();
     let state = Rc::new(RefCell::new(State {
-        subs: Lists::new(1 + width),
-        entries: Lists::new(width),
+        subs: Lists::new(),
+        entries: Lists::new(),
         queue: VecDeque::new(),
     }));
     let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
@@ -106,8 +105,8 @@ pub(crate) fn last_join<'s, R: Row>(
                 queue.push_back((Work::Entries(cap.retain_stamp(0), std::mem::take(data)), 0));
             });
             // Work through the records, each paired and then stored, until about
-            // `FUEL` pairs are made: the pairs wait in the channels until the head
-            // consolidation takes them, and a round's derivations all at once would
+            // `FUEL` pairs are made: the pairs wait in the channels until the
+            // `distinct` adds them up, and a round's derivations all at once would
             // be most of the peak. The pairs leave under a capability for the time of
             // the record that made them.
             let mut fuel = FUEL;
@@ -179,9 +178,10 @@ enum Work<R> {
 
 /// The two sides' records.
 struct State<R> {
-    /// Per key: `[rule id, slots.., round, multiplicity]`.
+    /// Per key: the substitutions, tagged with their rule id, with the slots of the
+    /// key's values zeroed (they are the key's).
     subs: Lists<R>,
-    /// Per key: `[free values.., round, multiplicity]`.
+    /// Per key: the entries' free values.
     entries: Lists<R>,
     /// Messages not yet worked through, in arrival order, with the position of the
     /// next record.
@@ -218,23 +218,27 @@ impl<R: Row> State<R> {
         d: Mult,
         out: &mut Vec<(R, Inner, Mult)>,
     ) {
-        let width = slots.as_ref().len();
-        if let Some(list) = self.entries.get(&key) {
-            tables.with_rule(id, |rule| {
-                let at = rule.joins.len() - 1;
-                for rec in list.chunks_exact(width + 2) {
-                    let (vals, round, m) = (&rec[..width], rec[width], rec[width + 1]);
-                    if let Some(h) = head(rule, at, vals, slots) {
-                        out.push((h, Product::new(t.outer, t.inner.max(round)), d * m as Mult));
+        let (entries, subs) = (&self.entries, &mut self.subs);
+        tables.with_rule(id, |rule| {
+            let at = rule.joins.len() - 1;
+            if let Some(list) = entries.get(&key) {
+                for (_, stored, round, m) in records(list) {
+                    let mut vals = R::default();
+                    vals.as_mut()[..stored.len()].copy_from_slice(stored);
+                    if let Some(h) = head(rule, at, vals.as_ref(), slots) {
+                        out.push((h, Product::new(t.outer, t.inner.max(round)), d * m));
                     }
                 }
-            });
-        }
-        // The rule id, then the slots of the widest row.
-        let mut record = [0u32; 1 + WIDTHS[WIDTHS.len() - 1]];
-        record[0] = id;
-        record[1..=width].copy_from_slice(slots.as_ref());
-        self.subs.push(&key, &record[..=width], t, d);
+            }
+            // The key's values are the key's: not stored twice.
+            let mut stored = slots;
+            for &s in &rule.joins[at].key_slots {
+                if let Some(w) = stored.as_mut().get_mut(s as usize) {
+                    *w = 0;
+                }
+            }
+            subs.push(&key, id, stored.as_ref(), t, d);
+        });
     }
 
     /// Pair index entry `vals` of `key` with the substitutions of `key` into `out`,
@@ -248,38 +252,70 @@ impl<R: Row> State<R> {
         d: Mult,
         out: &mut Vec<(R, Inner, Mult)>,
     ) {
-        let width = vals.as_ref().len();
         if let Some(list) = self.subs.get(&key) {
-            let mut slots = R::default();
-            for rec in list.chunks_exact(width + 3) {
-                let (id, round, m) = (rec[0], rec[width + 1], rec[width + 2]);
-                slots.as_mut().copy_from_slice(&rec[1..=width]);
+            for (id, stored, round, m) in records(list) {
                 let h = tables.with_rule(id, |rule| {
-                    head(rule, rule.joins.len() - 1, vals.as_ref(), slots)
+                    let at = rule.joins.len() - 1;
+                    let mut slots = R::default();
+                    let words = slots.as_mut();
+                    words[..stored.len()].copy_from_slice(stored);
+                    for (k, &s) in rule.joins[at].key_slots.iter().enumerate() {
+                        if let Some(w) = words.get_mut(s as usize) {
+                            *w = key.as_ref()[k + 1];
+                        }
+                    }
+                    head(rule, at, vals.as_ref(), slots)
                 });
                 if let Some(h) = h {
-                    out.push((h, Product::new(t.outer, t.inner.max(round)), d * m as Mult));
+                    out.push((h, Product::new(t.outer, t.inner.max(round)), d * m));
                 }
             }
         }
-        self.entries.push(&key, vals.as_ref(), t, d);
+        self.entries.push(&key, 0, vals.as_ref(), t, d);
     }
 }
 
-/// Records by key: per key a flat vector of records of `payload` words, then the
-/// round and the multiplicity.
+/// A record's length is kept in the bits of its first word above its tag (a rule id,
+/// or 0 for an entry).
+const LEN_SHIFT: u32 = 26;
+const TAG_MASK: u32 = (1 << LEN_SHIFT) - 1;
+const _: () = assert!(RULE_LIMIT <= 1 << LEN_SHIFT);
+
+/// The records of a list: `(tag, payload, round, multiplicity)`.
+fn records(words: &[u32]) -> impl Iterator<Item = (u32, &[u32], u32, Mult)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let first = *words.get(at)?;
+        let n = (first >> LEN_SHIFT) as usize;
+        let rec = &words[at..at + n + 3];
+        at += n + 3;
+        Some((
+            first & TAG_MASK,
+            &rec[1..=n],
+            rec[n + 1],
+            rec[n + 2] as Mult,
+        ))
+    })
+}
+
+/// Records by key: per key a flat vector of records `[tag | length << LEN_SHIFT,
+/// payload.., round, multiplicity]`, the payload cut after its last non-zero word (a
+/// row's trailing words are zero padding, and a substitution's dead slots are zero):
+/// transitive closure's substitutions at the last atom take 4 words (rule id,
+/// source, round, multiplicity) where the circuit's width made them 6, OWL 2 RL's
+/// (8 words wide) 4–5 where they were 11.
 struct Lists<R> {
     /// Positions in `keys` and `lists`, hashed by the key.
     table: HashTable<u32>,
     keys: Vec<R>,
     lists: Vec<List>,
-    /// Words per record.
-    stride: usize,
 }
 
 #[derive(Default)]
 struct List {
     words: Vec<u32>,
+    /// Records in `words`.
+    records: u32,
     /// Retractions pushed since the records were last summed.
     retractions: u32,
 }
@@ -289,12 +325,11 @@ fn key_hash<R: Row>(key: &R) -> u64 {
 }
 
 impl<R: Row> Lists<R> {
-    fn new(payload: usize) -> Lists<R> {
+    fn new() -> Lists<R> {
         Lists {
             table: HashTable::new(),
             keys: Vec::new(),
             lists: Vec::new(),
-            stride: payload + 2,
         }
     }
 
@@ -306,8 +341,8 @@ impl<R: Row> Lists<R> {
             .map(|&i| &self.lists[i as usize].words[..])
     }
 
-    /// Store a record of `key` at time `t`.
-    fn push(&mut self, key: &R, payload: &[u32], t: Inner, diff: Mult) {
+    /// Store a record of `key` at time `t`: `tag` (below [`RULE_LIMIT`]) and `payload`.
+    fn push(&mut self, key: &R, tag: u32, payload: &[u32], t: Inner, diff: Mult) {
         let hash = key_hash(key);
         let keys = &self.keys;
         let i = match self.table.find(hash, |&i| keys[i as usize] == *key) {
@@ -322,27 +357,26 @@ impl<R: Row> Lists<R> {
                 i
             }
         };
-        let stride = self.stride;
+        let payload = &payload[..used_words(payload)];
+        let len = payload.len() + 3;
         let list = &mut self.lists[i];
         let words = &mut list.words;
-        if words.capacity() - words.len() < stride {
+        if words.capacity() - words.len() < len {
             // Double while small, then grow by a quarter: a key of transitive closure
             // holds thousands of records; most keys of RDF data one or two.
             let cap = words.capacity();
-            let more = if cap < (1 << 14) {
-                cap.max(stride)
-            } else {
-                cap / 4
-            };
-            words.reserve_exact(more);
+            let more = if cap < (1 << 14) { cap } else { cap / 4 };
+            words.reserve_exact(more.max(len));
         }
+        words.push(tag | (payload.len() as u32) << LEN_SHIFT);
         words.extend_from_slice(payload);
         words.push(t.inner);
         words.push(diff as u32);
+        list.records += 1;
         if diff < 0 {
             list.retractions += 1;
-            if 4 * list.retractions as usize >= words.len() / stride {
-                sum(words, stride);
+            if 4 * list.retractions >= list.records {
+                list.records = sum(words);
                 list.retractions = 0;
                 if words.is_empty() {
                     self.remove(i);
@@ -379,10 +413,10 @@ impl<R: Row> Lists<R> {
     }
 
     fn usage(&self) -> Usage {
-        let records: usize = self.lists.iter().map(|l| l.words.len() / self.stride).sum();
+        let records: u64 = self.lists.iter().map(|l| u64::from(l.records)).sum();
         let words: u64 = self.lists.iter().map(|l| vec_bytes(&l.words)).sum();
         Usage {
-            records: records as u64,
+            records,
             bytes: words
                 + vec_bytes(&self.keys)
                 + vec_bytes(&self.lists)
@@ -391,87 +425,139 @@ impl<R: Row> Lists<R> {
     }
 }
 
-/// Sum the multiplicities of equal records (payload and round) of a flat list; drop
-/// those that cancel.
-fn sum(words: &mut Vec<u32>, stride: usize) {
-    let n = words.len() / stride;
-    let rec = |i: usize| i * stride..(i + 1) * stride - 1;
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by(|&a, &b| words[rec(a as usize)].cmp(&words[rec(b as usize)]));
+/// Sum the multiplicities of equal records (tag, payload and round) of a flat list;
+/// drop those that cancel. Returns the number of records left.
+fn sum(words: &mut Vec<u32>) -> u32 {
+    // Each record's words but its multiplicity.
+    let mut order: Vec<(u32, u32)> = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let len = (words[at] >> LEN_SHIFT) as usize + 3;
+        order.push((at as u32, (len - 1) as u32));
+        at += len;
+    }
+    let rec = |&(at, len): &(u32, u32)| at as usize..(at + len) as usize;
+    order.sort_unstable_by(|a, b| words[rec(a)].cmp(&words[rec(b)]));
     let mut out: Vec<u32> = Vec::with_capacity(words.len());
+    let mut left = 0;
     let mut i = 0;
-    while i < n {
-        let first = order[i] as usize;
+    while i < order.len() {
+        let first = rec(&order[i]);
         let mut total: Mult = 0;
         let mut j = i;
-        while j < n && words[rec(order[j] as usize)] == words[rec(first)] {
-            total += words[order[j] as usize * stride + stride - 1] as Mult;
+        while j < order.len() && words[rec(&order[j])] == words[first.clone()] {
+            total += words[rec(&order[j]).end] as Mult;
             j += 1;
         }
         if total != 0 {
-            out.extend_from_slice(&words[rec(first)]);
+            out.extend_from_slice(&words[first]);
             out.push(total as u32);
+            left += 1;
         }
         i = j;
     }
     out.shrink_to_fit();
     *words = out;
+    left
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn records(words: &[u32], stride: usize) -> Vec<Vec<u32>> {
-        let mut r: Vec<Vec<u32>> = words.chunks(stride).map(|c| c.to_vec()).collect();
+    /// The records of a list as `[tag, payload.., round, multiplicity]`, sorted.
+    fn all(words: &[u32]) -> Vec<Vec<u32>> {
+        let mut r: Vec<Vec<u32>> = records(words)
+            .map(|(tag, payload, round, m)| {
+                let mut rec = vec![tag];
+                rec.extend_from_slice(payload);
+                rec.extend([round, m as u32]);
+                rec
+            })
+            .collect();
         r.sort();
         r
     }
 
     #[test]
     fn equal_records_add_up_and_cancelled_ones_go() {
-        // [payload, round, multiplicity]
+        // [tag | length, payload, round, multiplicity]
         let m = |d: i32| d as u32;
+        let one = 1 << LEN_SHIFT;
         let mut words = vec![
+            one | 2,
             7,
             3,
             m(1), //
+            one | 2,
             5,
             3,
             m(1), //
+            one | 2,
             7,
             3,
             m(1), //
+            one | 2,
             5,
             3,
             m(-1), //
+            one | 2,
             7,
             4,
             m(-1), //
+            2,
+            3,
+            m(1), // no payload
+            one | 3,
+            7,
+            3,
+            m(1), // another tag
         ];
-        sum(&mut words, 3);
-        assert_eq!(records(&words, 3), vec![vec![7, 3, 2], vec![7, 4, m(-1)]]);
-        let mut gone = vec![1, 1, m(1), 1, 1, m(-1)];
-        sum(&mut gone, 3);
+        assert_eq!(sum(&mut words), 4);
+        assert_eq!(
+            all(&words),
+            vec![
+                vec![2, 3, 1],
+                vec![2, 7, 3, 2],
+                vec![2, 7, 4, m(-1)],
+                vec![3, 7, 3, 1]
+            ]
+        );
+        let mut gone = vec![one, 1, 1, m(1), one, 1, 1, m(-1)];
+        assert_eq!(sum(&mut gone), 0);
         assert!(gone.is_empty());
+    }
+
+    #[test]
+    fn payloads_are_cut_after_their_last_non_zero_word() {
+        let t = Product::new(0, 1);
+        let mut lists: Lists<[u32; 8]> = Lists::new();
+        let key = [1, 2, 0, 0, 0, 0, 0, 0];
+        lists.push(&key, 5, &[9, 0, 4, 0, 0, 0, 0, 0], t, 1);
+        lists.push(&key, 6, &[0; 8], t, 2);
+        let words = lists.get(&key).unwrap_or_default();
+        assert_eq!(words.len(), 6 + 3);
+        assert_eq!(all(words), vec![vec![5, 9, 0, 4, 1, 1], vec![6, 1, 2]]);
+        assert_eq!(lists.usage().records, 2);
     }
 
     #[test]
     fn keys_with_nothing_left_are_forgotten() {
         let t = |e, r| Product::new(e, r);
-        let mut lists: Lists<[u32; 3]> = Lists::new(1);
+        let mut lists: Lists<[u32; 3]> = Lists::new();
         let (a, b, c) = ([1, 2, 0], [1, 3, 0], [4, 4, 4]);
-        lists.push(&a, &[10], t(0, 1), 1);
-        lists.push(&b, &[11], t(0, 1), 1);
-        lists.push(&c, &[12], t(0, 2), 1);
+        lists.push(&a, 0, &[10], t(0, 1), 1);
+        lists.push(&b, 0, &[11], t(0, 1), 1);
+        lists.push(&c, 0, &[12], t(0, 2), 1);
         // Half of `a`'s records are retractions: summed at once, and `a` forgotten.
-        lists.push(&a, &[10], t(1, 1), -1);
+        lists.push(&a, 0, &[10], t(1, 1), -1);
         assert_eq!(lists.get(&a), None);
-        assert_eq!(lists.get(&b), Some(&[11, 1, 1][..]));
-        assert_eq!(lists.get(&c), Some(&[12, 2, 1][..]));
+        let one = 1 << LEN_SHIFT;
+        assert_eq!(lists.get(&b), Some(&[one, 11, 1, 1][..]));
+        assert_eq!(lists.get(&c), Some(&[one, 12, 2, 1][..]));
         assert_eq!(lists.keys.len(), 2);
-        lists.push(&b, &[11], t(2, 1), -1);
-        lists.push(&c, &[12], t(2, 2), -1);
+        lists.push(&b, 0, &[11], t(2, 1), -1);
+        lists.push(&c, 0, &[12], t(2, 2), -1);
         assert!(lists.keys.is_empty() && lists.table.is_empty());
         assert_eq!(lists.usage().records, 0);
     }
@@ -479,35 +565,37 @@ mod tests {
     #[test]
     fn a_key_is_summed_once_a_quarter_of_its_records_are_retractions() {
         let t = Product::new(0, 1);
-        let mut lists: Lists<[u32; 3]> = Lists::new(1);
+        let mut lists: Lists<[u32; 3]> = Lists::new();
         let key = [1, 1, 1];
+        let count = |lists: &Lists<[u32; 3]>| lists.get(&key).map(|l| records(l).count());
         for v in 0..12 {
-            lists.push(&key, &[v], t, 1);
+            lists.push(&key, 0, &[v + 1], t, 1);
         }
         // Three retractions among 15 records: not yet summed.
         for v in 0..3 {
-            lists.push(&key, &[v], t, -1);
+            lists.push(&key, 0, &[v + 1], t, -1);
         }
-        assert_eq!(lists.get(&key).map(|l| l.len() / 3), Some(15));
+        assert_eq!(count(&lists), Some(15));
         // The fourth, of 16 records, is: eight are left.
-        lists.push(&key, &[3], t, -1);
-        assert_eq!(lists.get(&key).map(|l| l.len() / 3), Some(8));
+        lists.push(&key, 0, &[4], t, -1);
+        assert_eq!(count(&lists), Some(8));
+        assert_eq!(lists.usage().records, 8);
         // A retraction that stays (the record is gone from round 5 on) is kept.
-        lists.push(&key, &[4], Product::new(1, 5), -1);
-        lists.push(&key, &[5], t, -1);
-        assert_eq!(lists.get(&key).map(|l| l.len() / 3), Some(10));
-        lists.push(&key, &[6], t, -1);
-        let left = lists.get(&key).map(|l| records(l, 3)).unwrap_or_default();
+        lists.push(&key, 0, &[5], Product::new(1, 5), -1);
+        lists.push(&key, 0, &[6], t, -1);
+        assert_eq!(count(&lists), Some(10));
+        lists.push(&key, 0, &[7], t, -1);
+        let left = lists.get(&key).map(all).unwrap_or_default();
         assert_eq!(
             left,
             vec![
-                vec![4, 1, 1],
-                vec![4, 5, u32::MAX],
-                vec![7, 1, 1],
-                vec![8, 1, 1],
-                vec![9, 1, 1],
-                vec![10, 1, 1],
-                vec![11, 1, 1]
+                vec![0, 5, 1, 1],
+                vec![0, 5, 5, u32::MAX],
+                vec![0, 8, 1, 1],
+                vec![0, 9, 1, 1],
+                vec![0, 10, 1, 1],
+                vec![0, 11, 1, 1],
+                vec![0, 12, 1, 1]
             ]
         );
     }
