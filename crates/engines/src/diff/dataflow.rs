@@ -349,7 +349,7 @@ pub(crate) fn build<R: Row>(
                 rounds[level] = rounds[level].max(round + 1);
             };
             let (looped, leaving, meter, table) =
-                distinct(base.concat(derived).concat(aggregated), leaves, observe);
+                distinct(derived.concat(aggregated), base, leaves, observe);
             meters.push(meter);
             // In one process, every change of a fact is made on the worker of its
             // `distinct`, whose table is then the worker's share of the

@@ -113,7 +113,8 @@ impl History {
 }
 
 /// Process the updates of one time at `round`: first the changes (`(fact, count
-/// change)`, each fact at most once, a zero change skipped), then the re-evaluations
+/// change)`, a zero change skipped; a fact changed twice is evaluated after each
+/// change, and what it emits adds up to the right change), then the re-evaluations
 /// `again` (see `distinct`). For each, `emit(fact, presence change, later round to
 /// evaluate again)`. Keeps the count of present facts per relation (see
 /// [`Materialized`]).
@@ -255,7 +256,9 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// `distinct(input)`: every fact with a positive count, once. Every update of a fact
+/// `distinct(input + base)`: every fact with a positive count, once. `input`'s updates
+/// (the heads) are added up per fact and time as they come; `base`'s (the base facts,
+/// at most one update per fact and time) are queued as they are. Every update of a fact
 /// must reach the same worker: the caller places them (the operator does not move
 /// them, which saves the circuit an exchange in every round).
 ///
@@ -270,6 +273,7 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
 #[allow(clippy::type_complexity)]
 pub(crate) fn distinct<'s, R: Row + Send>(
     input: VecCollection<'s, Inner, R, Mult>,
+    base: VecCollection<'s, Inner, R, Mult>,
     leaves: impl Fn() -> bool + 'static,
     mut observe: impl FnMut(Inner, usize) + 'static,
 ) -> (
@@ -286,6 +290,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
     });
     let mut builder = OperatorBuilder::new("Distinct".to_owned(), input.inner.scope());
     let mut input = builder.new_input(input.inner, Pipeline);
+    let mut base = builder.new_input(base.inner, Pipeline);
     let (looped, looped_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
     let (leaving, leaving_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
     let mut looped: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(looped);
@@ -294,7 +299,6 @@ pub(crate) fn distinct<'s, R: Row + Send>(
         // Capabilities for the pending times, one set per output.
         let mut held = [CapabilitySet::new(), CapabilitySet::new()];
         move |frontiers| {
-            let frontier = &frontiers[0];
             let mut looped = looped.activate();
             let mut leaving = leaving.activate();
             let leave = leaves();
@@ -327,17 +331,35 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     }
                 }
             });
-            let frontier = frontier.frontier();
-            // Every future input is at or after the least frontier element in
-            // lexicographic order.
-            let limit = frontier.iter().map(|t| (t.outer, t.inner)).min();
+            // Base facts come once per commit each (the handle gives insertions and
+            // deletions set semantics): nothing to add up.
+            base.for_each(|cap, data| {
+                hold_for_outputs(&mut held, &cap);
+                for (f, t, d) in data.drain(..) {
+                    pending
+                        .entry((t.outer, t.inner))
+                        .or_default()
+                        .base
+                        .push((f, d));
+                }
+            });
+            // Every future input is at or after the least frontier element of the two
+            // inputs in lexicographic order.
+            let limit = frontiers
+                .iter()
+                .filter_map(|f| f.frontier().iter().map(|t| (t.outer, t.inner)).min())
+                .min();
             let mut done = false;
             while let Some(entry) = pending.first_entry() {
                 let time = *entry.key();
                 if limit.is_some_and(|l| l <= time) {
                     break;
                 }
-                let Pending { mut changes, again } = entry.remove();
+                let Pending {
+                    mut changes,
+                    base,
+                    again,
+                } = entry.remove();
                 done = true;
                 let (epoch, round) = time;
                 // Each change is applied and its fact evaluated at once, with one
@@ -354,7 +376,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let used = changes.len();
                 process(
                     &mut table,
-                    changes.drain(),
+                    changes.drain().chain(base),
                     again,
                     round,
                     |f, change, wrong| {
@@ -422,6 +444,8 @@ struct State<R> {
 /// evaluate again.
 struct Pending<R> {
     changes: FxHashMap<R, Mult>,
+    /// Base facts' changes, each fact at most once.
+    base: Vec<(R, Mult)>,
     again: Vec<R>,
 }
 
@@ -429,6 +453,7 @@ impl<R> Default for Pending<R> {
     fn default() -> Self {
         Pending {
             changes: FxHashMap::default(),
+            base: Vec::new(),
             again: Vec::new(),
         }
     }
@@ -440,7 +465,11 @@ impl<R: Row> State<R> {
         let pending: u64 = self
             .pending
             .values()
-            .map(|p| map_bytes::<R, Mult>(p.changes.capacity()) + vec_bytes(&p.again))
+            .map(|p| {
+                map_bytes::<R, Mult>(p.changes.capacity())
+                    + vec_bytes(&p.base)
+                    + vec_bytes(&p.again)
+            })
             .sum::<u64>()
             + self
                 .spare
