@@ -302,8 +302,8 @@ fn records(words: &[u32]) -> impl Iterator<Item = (u32, &[u32], u32, Mult)> {
 /// payload.., round, multiplicity]`, the payload cut after its last non-zero word (a
 /// row's trailing words are zero padding, and a substitution's dead slots are zero):
 /// transitive closure's substitutions at the last atom take 4 words (rule id,
-/// source, round, multiplicity) where the circuit's width made them 6, OWL 2 RL's
-/// (8 words wide) 4–5 where they were 11.
+/// source, round, multiplicity) where the circuit's width made them 6; in a circuit 8
+/// words wide, a rule with two live slots takes 5 where it took 11.
 struct Lists<R> {
     /// Positions in `keys` and `lists`, hashed by the key.
     table: HashTable<u32>,
