@@ -14,8 +14,9 @@
 //! * the count of a fact at `(e, r)` is the sum of the input changes of its steps with
 //!   round `≤ r`, its presence the sum of the output changes;
 //! * the updates of a time are added up per fact as they arrive, in a hash table per
-//!   pending time: a recursive rule derives most of its facts many times in one round
-//!   (transitive closure on RMAT-1k: 4.7M derivations of 262k facts), through every
+//!   pending time (module `round`, which overlaps the cache misses): a recursive
+//!   rule derives most of its facts many times in one round (transitive closure on
+//!   RMAT-1k: 4.7M derivations of 262k facts), through every
 //!   intermediate node and from every rule with the same head, and the heads come here
 //!   as they are derived, placed by the fact (a table per time on the worker that
 //!   derived them sent one update per fact from each worker: tc on 1,000 nodes × 4,000
@@ -44,12 +45,12 @@
 //! channel, the queue): tc-gnp5000 peaked at 2.78 GB, 2.40 GB with the table here
 //! (see docs/benchmarks.md).
 
-use super::memory::{Meter, Usage, map_bytes, vec_bytes};
+use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
+use super::round::RoundTable;
 use super::steps::{Facts, Step, Steps, presence};
 use super::types::{Inner, Mult, Row, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
-use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -311,25 +312,22 @@ pub(crate) fn distinct<'s, R: Row + Send>(
             let mut table = lock_table(table);
             input.for_each(|cap, data| {
                 hold_for_outputs(&mut held, &cap);
-                let mut last = None;
-                let mut buffer = None;
-                for (f, t, d) in data.drain(..) {
-                    let time = (t.outer, t.inner);
-                    if last != Some(time) {
-                        last = Some(time);
-                        let at = pending.entry(time).or_default();
-                        // A time first made for a re-evaluation has no table yet.
-                        if at.changes.capacity() == 0
-                            && let Some(table) = spare.take()
-                        {
-                            at.changes = table;
-                        }
-                        buffer = Some(at);
+                // Runs of one time each go to that time's table at once (it fetches
+                // ahead: see module `round`).
+                let mut rest = &data[..];
+                while let Some((_, t, _)) = rest.first() {
+                    let run = rest.iter().position(|u| u.1 != *t).unwrap_or(rest.len());
+                    let at = pending.entry((t.outer, t.inner)).or_default();
+                    // A time first made for a re-evaluation has no table yet.
+                    if at.changes.capacity() == 0
+                        && let Some(table) = spare.take()
+                    {
+                        at.changes = table;
                     }
-                    if let Some(b) = buffer.as_mut() {
-                        *b.changes.entry(f).or_insert(0) += d;
-                    }
+                    at.changes.add_all(&rest[..run]);
+                    rest = &rest[run..];
                 }
+                data.clear();
             });
             // Base facts come once per commit each (the handle gives insertions and
             // deletions set semantics): nothing to add up.
@@ -395,10 +393,11 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 if changed > 0 {
                     observe(t, changed);
                 }
-                // Keep the table for the next time, no larger than twice what this
-                // one needed: the rounds of a load shrink to a few facts at the end,
-                // and the table with them.
-                if changes.capacity() > 2 * used + 1024 {
+                // Keep the table for the next time, no larger than about twice what
+                // this one needed (its slots are up to three quarters full): the
+                // rounds of a load shrink to a few facts at the end, and the table
+                // with them.
+                if changes.capacity() > 4 * used + 1024 {
                     changes.shrink_to(used);
                 }
                 if spare
@@ -436,14 +435,14 @@ struct State<R> {
     pending: BTreeMap<(u32, u32), Pending<R>>,
     /// An emptied table of changes, kept for the next time: a round's table would
     /// otherwise grow from nothing, rehashing as it doubles, every round.
-    spare: Option<FxHashMap<R, Mult>>,
+    spare: Option<RoundTable<R>>,
 }
 
 /// The updates of one time: the count changes, added up per fact as they arrive (a
 /// recursive rule derives most facts many times in a round), and the facts to
 /// evaluate again.
 struct Pending<R> {
-    changes: FxHashMap<R, Mult>,
+    changes: RoundTable<R>,
     /// Base facts' changes, each fact at most once.
     base: Vec<(R, Mult)>,
     again: Vec<R>,
@@ -452,7 +451,7 @@ struct Pending<R> {
 impl<R> Default for Pending<R> {
     fn default() -> Self {
         Pending {
-            changes: FxHashMap::default(),
+            changes: RoundTable::default(),
             base: Vec::new(),
             again: Vec::new(),
         }
@@ -465,16 +464,9 @@ impl<R: Row> State<R> {
         let pending: u64 = self
             .pending
             .values()
-            .map(|p| {
-                map_bytes::<R, Mult>(p.changes.capacity())
-                    + vec_bytes(&p.base)
-                    + vec_bytes(&p.again)
-            })
+            .map(|p| p.changes.bytes() + vec_bytes(&p.base) + vec_bytes(&p.again))
             .sum::<u64>()
-            + self
-                .spare
-                .as_ref()
-                .map_or(0, |s| map_bytes::<R, Mult>(s.capacity()));
+            + self.spare.as_ref().map_or(0, RoundTable::bytes);
         let table = lock_table(&self.table);
         Usage {
             records: table.len() as u64,

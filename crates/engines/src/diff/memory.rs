@@ -53,11 +53,6 @@ pub(crate) fn vec_bytes<T>(v: &Vec<T>) -> u64 {
     (v.capacity() * std::mem::size_of::<T>()) as u64
 }
 
-/// The allocated bytes of a hash map with `capacity` usable slots.
-pub(crate) fn map_bytes<K, V>(capacity: usize) -> u64 {
-    crate::store::hash_table_bytes(capacity, std::mem::size_of::<(K, V)>())
-}
-
 /// A column of a batch whose allocated bytes can be counted.
 pub(crate) trait Bytes {
     fn bytes(&self) -> u64;

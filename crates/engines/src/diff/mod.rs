@@ -115,6 +115,9 @@
 //!   with several derivations survives the loss of one of them). The heads go to
 //!   their fact's worker, where the `distinct` adds a round's up per fact in a hash
 //!   table as they come: a recursive rule derives most facts many times per round.
+//!   The table (module `round`) takes a batch of heads at once and fetches the slot
+//!   of the head sixteen places ahead while it adds the current one, so the cache
+//!   misses of a large round overlap (tc over G(5000, 0.001): 15.2 → 12.9 s).
 //!   The `distinct` (module `distinct`) is not differential's (two
 //!   arrangements and a `reduce`, general over any lattice of times) but an operator
 //!   for the loop's times, whose epochs come one after another and whose rounds are
@@ -231,6 +234,7 @@
 //!                          │           │          └──→ compile, types, memory
 //!                          │           ├──→ last_join ─→ step, compile, types, memory
 //!                          │           ├──→ distinct ─→ steps ─→ types
+//!                          │           │          ├──→ round ─→ types
 //!                          │           │          └──→ types, memory
 //!                          │           └──→ step, compile, types, memory
 //!                          └──→ compile, types, memory, mirror, liveness, profile
@@ -242,13 +246,14 @@
 //!
 //! * `types`: the vocabulary of the circuit (the `Row` trait and its widths, `Mult`,
 //!   the `Inner` time, `Sub`stitutions, the `bucket` hash, `hold_for_outputs` and
-//!   `hold_only`); a leaf.
+//!   `hold_only`, `prefetch`); a leaf.
 //! * `compile`: rules as data (`CompiledRule`, `PatternSpec`), the append-only tables
 //!   that give them ids (`Registry`, `Shared`) and each worker's cache of them
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
-//! * `distinct` (with its table, `steps`), `entries`, `last_join`: the hand-written
+//! * `distinct` (with its table of facts, `steps`, and of a round's heads, `round`),
+//!   `entries`, `last_join`: the hand-written
 //!   operators; `memory`: the meters of every part.
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
@@ -265,6 +270,7 @@ mod liveness;
 mod memory;
 mod mirror;
 mod profile;
+mod round;
 mod runtime;
 mod step;
 mod steps;
