@@ -371,7 +371,6 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let mut looped = looped.session(&caps[0]);
                 let mut leaving = leaving.session(&caps[1]);
                 let mut changed = 0;
-                let used = changes.len();
                 process(
                     &mut table,
                     changes.drain().chain(base),
@@ -393,13 +392,9 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 if changed > 0 {
                     observe(t, changed);
                 }
-                // Keep the table for the next time, no larger than about twice what
-                // this one needed (its slots are up to three quarters full): the
-                // rounds of a load shrink to a few facts at the end, and the table
-                // with them.
-                if changes.capacity() > 4 * used + 1024 {
-                    changes.shrink_to(used);
-                }
+                // Keep the table for the next time, no larger than about twice
+                // what this one needed.
+                changes.shrink_to_use();
                 if spare
                     .as_ref()
                     .is_none_or(|s| s.capacity() < changes.capacity())
