@@ -123,9 +123,9 @@ impl<R: Row> RoundTable<R> {
         self.hasher.hash_one(f)
     }
 
-    /// Add `d` to the change of `f`.
+    /// Add `d` to the change of `f`, whose hash is `hash`.
     #[inline]
-    fn add_one(&mut self, f: &R, d: Mult) {
+    fn add_one(&mut self, f: &R, hash: u64, d: Mult) {
         let rel = f.as_ref()[0] as usize;
         if rel >= self.parts.len() {
             self.parts.resize_with(rel + 1, || Part {
@@ -134,7 +134,6 @@ impl<R: Row> RoundTable<R> {
                 used: 0,
             });
         }
-        let hash = self.hash(f);
         let hasher = self.hasher;
         let part = &mut self.parts[rel];
         if !fits(part.len + 1, part.slots.len()) {
@@ -169,15 +168,24 @@ impl<R: Row> RoundTable<R> {
 
     /// Add every update's change to its fact's.
     pub(crate) fn add_all<T>(&mut self, updates: &[(R, T, Mult)]) {
+        // The hashes of the next `AHEAD` updates, each computed once: for the
+        // prefetch, then for the update itself.
+        let mut hashes = [0u64; AHEAD];
+        for (h, (f, _, _)) in hashes.iter_mut().zip(updates) {
+            *h = self.hash(f);
+        }
         for (i, (f, _, d)) in updates.iter().enumerate() {
-            if let Some((next, _, _)) = updates.get(i + AHEAD)
-                && let Some(part) = self.parts.get(next.as_ref()[0] as usize)
-                && !part.slots.is_empty()
-            {
-                let home = self.hash(next) as usize & (part.slots.len() - 1);
-                prefetch(&part.slots[home]);
+            let hash = hashes[i % AHEAD];
+            if let Some((next, _, _)) = updates.get(i + AHEAD) {
+                let h = self.hash(next);
+                hashes[i % AHEAD] = h;
+                if let Some(part) = self.parts.get(next.as_ref()[0] as usize)
+                    && !part.slots.is_empty()
+                {
+                    prefetch(&part.slots[h as usize & (part.slots.len() - 1)]);
+                }
             }
-            self.add_one(f, *d);
+            self.add_one(f, hash, *d);
         }
     }
 
