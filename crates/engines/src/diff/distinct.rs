@@ -314,32 +314,25 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 hold_for_outputs(&mut held, &cap);
                 // Runs of one time each go to that time's table at once (it fetches
                 // ahead: see module `round`).
-                let mut rest = &data[..];
-                while let Some((_, t, _)) = rest.first() {
-                    let run = rest.iter().position(|u| u.1 != *t).unwrap_or(rest.len());
-                    let at = pending.entry((t.outer, t.inner)).or_default();
+                for_each_run(data, |t, run| {
+                    let at = pending.entry(t).or_default();
                     // A time first made for a re-evaluation has no table yet.
                     if at.changes.capacity() == 0
                         && let Some(table) = spare.take()
                     {
                         at.changes = table;
                     }
-                    at.changes.add_all(&rest[..run]);
-                    rest = &rest[run..];
-                }
-                data.clear();
+                    at.changes.add_all(run);
+                });
             });
             // Base facts come once per commit each (the handle gives insertions and
             // deletions set semantics): nothing to add up.
             base.for_each(|cap, data| {
                 hold_for_outputs(&mut held, &cap);
-                for (f, t, d) in data.drain(..) {
-                    pending
-                        .entry((t.outer, t.inner))
-                        .or_default()
-                        .base
-                        .push((f, d));
-                }
+                for_each_run(data, |t, run| {
+                    let at = &mut pending.entry(t).or_default().base;
+                    at.extend(run.iter().map(|&(f, _, d)| (f, d)));
+                });
             });
             // Every future input is at or after the least frontier element of the two
             // inputs in lexicographic order.
@@ -421,6 +414,21 @@ pub(crate) fn distinct<'s, R: Row + Send>(
         meter,
         table,
     )
+}
+
+/// Call `f` on each run of `data`'s updates that share a time (one lookup of the
+/// time's pending updates per run, not per update), then empty `data`.
+fn for_each_run<R>(
+    data: &mut Vec<(R, Inner, Mult)>,
+    mut f: impl FnMut((u32, u32), &[(R, Inner, Mult)]),
+) {
+    let mut rest = &data[..];
+    while let Some((_, t, _)) = rest.first() {
+        let run = rest.iter().position(|u| u.1 != *t).unwrap_or(rest.len());
+        f((t.outer, t.inner), &rest[..run]);
+        rest = &rest[run..];
+    }
+    data.clear();
 }
 
 /// The operator's state: the facts' histories, and the updates waiting for their time.
