@@ -348,9 +348,9 @@ pub(crate) fn build<R: Row>(
                 }
                 rounds[level] = rounds[level].max(round + 1);
             };
-            let (looped, leaving, meter, table) =
+            let (looped, leaving, distinct_meters, table) =
                 distinct(derived.concat(aggregated), base, leaves, observe);
-            meters.push(meter);
+            meters.extend(distinct_meters);
             // In one process, every change of a fact is made on the worker of its
             // `distinct`, whose table is then the worker's share of the
             // materialization: the handle reads it and keeps no copy. With several,

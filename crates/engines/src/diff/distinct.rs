@@ -13,18 +13,24 @@
 //!
 //! * the count of a fact at `(e, r)` is the sum of the input changes of its steps with
 //!   round `≤ r`, its presence the sum of the output changes;
-//! * the updates of a time are added up per fact as they arrive, in a hash table per
-//!   pending time (module `round`, which overlaps the cache misses): a recursive
-//!   rule derives most of its facts many times in one round (transitive closure on
-//!   RMAT-1k: 4.7M derivations of 262k facts), through every
-//!   intermediate node and from every rule with the same head, and the heads come here
-//!   as they are derived, placed by the fact (a table per time on the worker that
-//!   derived them sent one update per fact from each worker: tc on 1,000 nodes × 4,000
-//!   random edges, 2 workers, 14% longer);
+//! * the updates of a time are added up per fact as they arrive: a recursive rule
+//!   derives most of its facts many times in one round (transitive closure on
+//!   RMAT-1k: 4.7M derivations of 262k facts), through every intermediate node and
+//!   from every rule with the same head, and the heads come here as they are derived,
+//!   placed by the fact (a table per time on the worker that derived them sent one
+//!   update per fact from each worker: tc on 1,000 nodes × 4,000 random edges, 2
+//!   workers, 14% longer). The first time heads come for (in a load, each round in
+//!   turn) adds them up in the table of facts itself, as a change waiting beside each
+//!   fact ([`Facts::add_waiting`]); the heads of any other time that comes meanwhile
+//!   add up in a table of their own (module `round`). Both fetch each lookup's places
+//!   ahead, so that the cache misses overlap. With a table per round, the largest
+//!   round's table was held beside the table of facts: 201 MB per worker on
+//!   tc-gnp5000, whose peak fell from 2.10 to 1.74 GB when the changes moved here;
 //! * the pending input times are processed in lexicographic order, each once every
 //!   future input is of a lexicographically later time (no frontier element is
 //!   lexicographically at or below it);
-//! * processing `(e, r)` adds each input change to its fact's steps (one hash lookup),
+//! * processing `(e, r)` adds each input change to its fact's steps (the waiting
+//!   changes slot by slot, the others with one hash lookup each),
 //!   emits at `(e, r)` the change that makes the presence at `r` equal to
 //!   `[count > 0]`, and finds the first later step at which the presence would be wrong
 //!   with what is known now; the fact is evaluated again at that round of the same
@@ -48,8 +54,8 @@
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
 use super::round::RoundTable;
-use super::steps::{Facts, Step, Steps, presence};
-use super::types::{Inner, Mult, Row, hold_for_outputs, hold_only};
+use super::steps::{Facts, Slot, Step, Steps, hash_row, presence};
+use super::types::{AHEAD, Inner, Mult, Row, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -113,48 +119,83 @@ impl History {
     }
 }
 
-/// Process the updates of one time at `round`: first the changes (`(fact, count
-/// change)`, a zero change skipped; a fact changed twice is evaluated after each
-/// change, and what it emits adds up to the right change), then the re-evaluations
-/// `again` (see `distinct`). For each, `emit(fact, presence change, later round to
-/// evaluate again)`. Keeps the count of present facts per relation (see
-/// [`Materialized`]).
+/// Process the updates of one time at `round`: first the changes waiting in the table
+/// of facts if this time is the one they wait for (`waiting`), then the other changes
+/// (`(fact, count change)`, a zero change skipped; a fact changed twice is evaluated
+/// after each change, and what it emits adds up to the right change), then the
+/// re-evaluations `again` (see `distinct`). For each, `emit(fact, presence change,
+/// later round to evaluate again)`. Keeps the count of present facts per relation
+/// (see [`Materialized`]).
 fn process<R: Row>(
     table: &mut Materialized<R>,
+    waiting: bool,
     changes: impl IntoIterator<Item = (R, Mult)>,
     again: impl IntoIterator<Item = R>,
     round: u32,
     mut emit: impl FnMut(R, Mult, Option<u32>),
 ) {
+    let mut history = History::default();
+    if waiting {
+        // Slot by slot from the last: the table's rows, steps and changes are read
+        // front to back (in reverse), not at random.
+        for relation in &mut table.relations {
+            let mut cursor = relation.facts.waiting_cursor();
+            while let Some((slot, d)) = relation.facts.pop_waiting(&mut cursor) {
+                let f = relation.facts.row(slot);
+                update(relation, Some(slot), f, d, round, &mut history, &mut emit);
+            }
+        }
+    }
     let changes = changes.into_iter().filter(|u| u.1 != 0);
     let reevaluations = again.into_iter().map(|f| (f, 0));
-    let mut history = History::default();
     for (f, d) in changes.chain(reevaluations) {
         let relation = table.relation(f.as_ref()[0]);
-        let facts = &mut relation.facts;
-        let slot = facts.find(&f);
-        match slot {
-            Some(slot) => facts.steps(slot, &mut history.steps),
-            None if d == 0 => continue,
-            None => history.steps.clear(),
+        let slot = relation.facts.find(&f);
+        update(relation, slot, f, d, round, &mut history, &mut emit);
+    }
+}
+
+/// Add `d` to the count of `f` (in `slot` if stored) at `round`, evaluate it there, and
+/// emit what changes (see [`process`]).
+fn update<R: Row>(
+    relation: &mut Relation<R>,
+    slot: Option<Slot>,
+    f: R,
+    d: Mult,
+    round: u32,
+    history: &mut History,
+    emit: &mut impl FnMut(R, Mult, Option<u32>),
+) {
+    let facts = &mut relation.facts;
+    match slot {
+        Some(slot) => facts.steps(slot, &mut history.steps),
+        None if d == 0 => return,
+        None => history.steps.clear(),
+    }
+    if d == 0 && slot.is_some() && history.steps.is_empty() {
+        // Stored by changes that added up to nothing: forgotten, unless others wait.
+        if let Some(slot) = slot.filter(|&s| !facts.waiting_at(s)) {
+            facts.remove(slot);
         }
-        let before = presence(&history.steps);
-        if d != 0 {
-            history.at(round).add_input(d);
+        return;
+    }
+    let before = presence(&history.steps);
+    if d != 0 {
+        history.at(round).add_input(d);
+    }
+    let (change, wrong) = history.evaluate(round);
+    relation.present += (presence(&history.steps) - before) as isize;
+    match (slot, history.steps.is_empty()) {
+        // A fact whose changes of another time wait in the table stays until then.
+        (Some(slot), true) if !facts.waiting_at(slot) => facts.remove(slot),
+        (Some(slot), _) => facts.set_steps(slot, &history.steps),
+        (None, false) => {
+            facts.insert(f, &history.steps);
         }
-        let (change, wrong) = history.evaluate(round);
-        relation.present += (presence(&history.steps) - before) as isize;
-        match (slot, history.steps.is_empty()) {
-            (Some(slot), true) => facts.remove(slot),
-            (Some(slot), false) => facts.set_steps(slot, &history.steps),
-            (None, false) => {
-                facts.insert(f, &history.steps);
-            }
-            (None, true) => {}
-        }
-        if change != 0 || wrong.is_some() {
-            emit(f, change, wrong);
-        }
+        (None, true) => {}
+    }
+    if change != 0 || wrong.is_some() {
+        emit(f, change, wrong);
     }
 }
 
@@ -201,6 +242,43 @@ impl<R: Row> Materialized<R> {
     fn shrink_if_sparse(&mut self) {
         for r in &mut self.relations {
             r.facts.shrink_if_sparse();
+        }
+    }
+
+    /// Add each head's change to its fact's waiting change ([`Facts::add_waiting`]).
+    /// The place of each head in its relation's index is fetched `AHEAD` heads before
+    /// it is worked on, and its row half as many before, so that the cache misses of
+    /// the lookups overlap (as in module `round`).
+    fn add_waiting<T>(&mut self, heads: &[(R, T, Mult)]) {
+        // The hashes of the next `AHEAD` heads, each computed once.
+        let mut hashes = [0u64; AHEAD];
+        for (h, (f, _, _)) in hashes.iter_mut().zip(heads) {
+            *h = hash_row(f);
+        }
+        for (i, &(f, _, d)) in heads.iter().enumerate() {
+            let hash = hashes[i % AHEAD];
+            if let Some((next, _, _)) = heads.get(i + AHEAD) {
+                let h = hash_row(next);
+                hashes[i % AHEAD] = h;
+                if let Some(r) = self.relations.get(next.as_ref()[0] as usize) {
+                    r.facts.prefetch_index(h);
+                }
+            }
+            if let Some((mid, _, _)) = heads.get(i + AHEAD / 2)
+                && let Some(r) = self.relations.get(mid.as_ref()[0] as usize)
+            {
+                r.facts.prefetch_row(hashes[(i + AHEAD / 2) % AHEAD]);
+            }
+            if d != 0 {
+                self.relation(f.as_ref()[0]).facts.add_waiting(&f, hash, d);
+            }
+        }
+    }
+
+    /// Free the memory of the waiting changes (none waits).
+    fn release_waiting(&mut self) {
+        for r in &mut self.relations {
+            r.facts.release_waiting();
         }
     }
 }
@@ -269,8 +347,9 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
 /// (asked once per activation). `observe(time, changes)` is told how many changes each
 /// processed time made, when it made any.
 ///
-/// Also returns the meter of the operator's state (see [`State::usage`]) and its
-/// table of facts, the worker's share of the materialization (see [`Materialized`]).
+/// Also returns the meters of the operator's state (its table of facts, and the
+/// updates waiting for their time) and its table of facts, the worker's share of the
+/// materialization (see [`Materialized`]).
 #[allow(clippy::type_complexity)]
 pub(crate) fn distinct<'s, R: Row + Send>(
     input: VecCollection<'s, Inner, R, Mult>,
@@ -280,14 +359,18 @@ pub(crate) fn distinct<'s, R: Row + Send>(
 ) -> (
     VecCollection<'s, Inner, R, Mult>,
     VecCollection<'s, Inner, R, Mult>,
-    Meter,
+    [Meter; 2],
     SharedTable<R>,
 ) {
     let state: Rc<RefCell<State<R>>> = Rc::default();
     let table = state.borrow().table.clone();
     let shared = state.clone();
     let meter = Meter::new("distinct (facts, round histories)", move || {
-        shared.borrow().usage()
+        shared.borrow().table_usage()
+    });
+    let shared = state.clone();
+    let pending_meter = Meter::new("distinct's pending updates (round tables)", move || {
+        shared.borrow().pending_usage()
     });
     let mut builder = OperatorBuilder::new("Distinct".to_owned(), input.inner.scope());
     let mut input = builder.new_input(input.inner, Pipeline);
@@ -308,14 +391,22 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 table,
                 pending,
                 spare,
+                waiting,
+                last_epoch,
             } = &mut *state;
             let mut table = lock_table(table);
             input.for_each(|cap, data| {
                 hold_for_outputs(&mut held, &cap);
-                // Runs of one time each go to that time's table at once (it fetches
-                // ahead: see module `round`).
+                // Runs of one time each go at once to where that time's changes add
+                // up (which fetches ahead).
                 for_each_run(data, |t, run| {
                     let at = pending.entry(t).or_default();
+                    if waiting.is_none_or(|w| w == t) {
+                        // The time whose changes wait in the table of facts.
+                        *waiting = Some(t);
+                        table.add_waiting(run);
+                        return;
+                    }
                     // A time first made for a re-evaluation has no table yet.
                     if at.changes.capacity() == 0
                         && let Some(table) = spare.take()
@@ -364,8 +455,14 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let mut looped = looped.session(&caps[0]);
                 let mut leaving = leaving.session(&caps[1]);
                 let mut changed = 0;
+                let waits = *waiting == Some(time);
+                if waits {
+                    *waiting = None;
+                }
+                *last_epoch = epoch;
                 process(
                     &mut table,
+                    waits,
                     changes.drain().chain(base),
                     again,
                     round,
@@ -406,12 +503,17 @@ pub(crate) fn distinct<'s, R: Row + Send>(
             if done {
                 table.shrink_if_sparse();
             }
+            // Once the commit's loop is over (every future input is of a later epoch),
+            // the waiting changes' words go until the next commit needs them.
+            if pending.is_empty() && limit.is_none_or(|(e, _)| e > *last_epoch) {
+                table.release_waiting();
+            }
         }
     });
     (
         VecCollection::new(looped_stream),
         VecCollection::new(leaving_stream),
-        meter,
+        [meter, pending_meter],
         table,
     )
 }
@@ -439,6 +541,12 @@ struct State<R> {
     /// An emptied table of changes, kept for the next time: a round's table would
     /// otherwise grow from nothing, rehashing as it doubles, every round.
     spare: Option<RoundTable<R>>,
+    /// The time whose changes wait in the table of facts, if any: the first time
+    /// heads come for once the previous one is processed (in a load, every round).
+    /// The heads of other times meanwhile add up in round tables.
+    waiting: Option<(u32, u32)>,
+    /// The epoch of the last time processed.
+    last_epoch: u32,
 }
 
 /// The updates of one time: the count changes, added up per fact as they arrive (a
@@ -462,19 +570,26 @@ impl<R> Default for Pending<R> {
 }
 
 impl<R: Row> State<R> {
-    /// Facts held, and the bytes of their table and of the pending updates.
-    fn usage(&self) -> Usage {
-        let pending: u64 = self
-            .pending
-            .values()
-            .map(|p| p.changes.bytes() + vec_bytes(&p.base) + vec_bytes(&p.again))
-            .sum::<u64>()
-            + self.spare.as_ref().map_or(0, RoundTable::bytes);
+    /// Facts held, and the bytes of their table.
+    fn table_usage(&self) -> Usage {
         let table = lock_table(&self.table);
         Usage {
             records: table.len() as u64,
-            bytes: table.bytes() + pending,
+            bytes: table.bytes(),
         }
+    }
+
+    /// The updates waiting for their time (records: the facts re-evaluated and the
+    /// base facts, and the distinct facts of the round tables), and the bytes of
+    /// their tables, with the spare one.
+    fn pending_usage(&self) -> Usage {
+        let mut usage = Usage::default();
+        for p in self.pending.values() {
+            usage.records += (p.changes.len() + p.base.len() + p.again.len()) as u64;
+            usage.bytes += p.changes.bytes() + vec_bytes(&p.base) + vec_bytes(&p.again);
+        }
+        usage.bytes += self.spare.as_ref().map_or(0, RoundTable::bytes);
+        usage
     }
 }
 
@@ -530,6 +645,66 @@ mod tests {
     }
 
     #[test]
+    fn waiting_changes_are_processed_as_the_same_changes_given_at_their_time() {
+        // One table takes a time's changes as they wait in it, the other as a list:
+        // the same net emissions and the same facts after (the list evaluates a fact
+        // after each of its changes, so it may emit changes that cancel).
+        let heads: Vec<([u32; 3], Inner, Mult)> = [
+            ([1, 1, 2], 1),
+            ([1, 2, 3], 2),
+            ([1, 1, 2], 1),
+            ([1, 9, 9], 1),
+            ([1, 9, 9], -1),
+            ([2, 4, 0], 1),
+        ]
+        .iter()
+        .map(|&(f, d)| (f, Product::new(0, 3), d))
+        .collect();
+        let run = |waiting: bool| {
+            let mut table = Materialized::<[u32; 3]>::default();
+            // A fact present from round 1, lost at round 3 by the list of changes.
+            process(&mut table, false, [([1, 5, 5], 1)], [], 1, |_, _, _| {});
+            let mut out = Vec::new();
+            let mut changes: Vec<([u32; 3], Mult)> = vec![([1, 5, 5], -1)];
+            if waiting {
+                table.add_waiting(&heads);
+            } else {
+                changes.extend(heads.iter().map(|&(f, _, d)| (f, d)));
+            }
+            process(&mut table, waiting, changes, [], 3, |f, c, w| {
+                out.push((f, c, w))
+            });
+            out.sort();
+            table.release_waiting();
+            let facts: Vec<usize> = table.relations.iter().map(|r| r.facts.len()).collect();
+            (out, facts)
+        };
+        let net = |out: &[([u32; 3], Mult, Option<u32>)]| {
+            let mut net = std::collections::BTreeMap::new();
+            for &(f, c, _) in out {
+                *net.entry(f).or_insert(0) += c;
+            }
+            net.retain(|_, c| *c != 0);
+            net
+        };
+        let (emitted, facts) = run(true);
+        let (listed, facts_listed) = run(false);
+        assert_eq!((net(&emitted), &facts), (net(&listed), &facts_listed));
+        assert_eq!(
+            emitted,
+            vec![
+                ([1, 1, 2], 1, None),
+                ([1, 2, 3], 1, None),
+                ([1, 5, 5], -1, None),
+                ([2, 4, 0], 1, None)
+            ]
+        );
+        // (1, 9, 9) was derived and underived in the time: forgotten, and nothing
+        // emitted for it; (1, 5, 5) keeps its history.
+        assert_eq!(facts, vec![0, 3, 1]);
+    }
+
+    #[test]
     fn the_table_answers_as_the_materialization() {
         // Relation 1 is ternary; relation 2 unary. Facts are stored up to their last
         // non-zero word, so (1, 4, 0) is stored as [1, 1, 4] until a wider fact comes.
@@ -542,13 +717,19 @@ mod tests {
                 ([2, 9, 0, 0, 0, 0, 0, 0], 2),
                 ([1, 2, 0, 0, 0, 0, 0, 0], 1),
             ];
-            process(&mut t, updates, [], 1, |_, c, _| emitted += c);
+            process(&mut t, false, updates, [], 1, |_, c, _| emitted += c);
             // Derived at round 3 and lost at round 5: in the table, not present.
-            process(&mut t, [([1, 7, 7, 7, 0, 0, 0, 0], 1)], [], 3, |_, c, _| {
-                emitted += c
-            });
             process(
                 &mut t,
+                false,
+                [([1, 7, 7, 7, 0, 0, 0, 0], 1)],
+                [],
+                3,
+                |_, c, _| emitted += c,
+            );
+            process(
+                &mut t,
+                false,
                 [([1, 7, 7, 7, 0, 0, 0, 0], -1)],
                 [],
                 5,
@@ -558,7 +739,14 @@ mod tests {
         assert_eq!(emitted, 3);
         // The row of zeros (relation 0, values 0) is stored in no words at all.
         let zeros: Mutex<Materialized<[u32; 8]>> = Mutex::default();
-        process(&mut lock_table(&zeros), [([0; 8], 1)], [], 1, |_, _, _| {});
+        process(
+            &mut lock_table(&zeros),
+            false,
+            [([0; 8], 1)],
+            [],
+            1,
+            |_, _, _| {},
+        );
         let mut got = Vec::new();
         zeros.for_each(0, 2, &mut |t| got.push(t.to_vec()));
         assert_eq!(got, vec![vec![0, 0]]);
@@ -583,6 +771,7 @@ mod tests {
         // come out at their arity, the unary ones at theirs.
         process(
             &mut lock_table(&table),
+            false,
             [([3, 1, 2, 3, 4, 5, 0, 0], 1)],
             [],
             6,
@@ -594,6 +783,7 @@ mod tests {
         // Retracting a fact's support takes it out.
         process(
             &mut lock_table(&table),
+            false,
             [([2, 9, 0, 0, 0, 0, 0, 0], -2)],
             [],
             1,
@@ -615,12 +805,16 @@ mod tests {
             .insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
         relation.present = 1;
         let mut out = Vec::new();
-        process(&mut table, [(f, -5)], [], 1, |f, c, w| out.push((f, c, w)));
+        process(&mut table, false, [(f, -5)], [], 1, |f, c, w| {
+            out.push((f, c, w))
+        });
         // Absent from round 1, but the count says present at 2: look again there.
         assert_eq!(out, vec![(f, -1, Some(2))]);
         out.clear();
         // At round 2 the re-evaluation was queued before the change that makes it moot.
-        process(&mut table, [(f, -1)], [f], 2, |f, c, w| out.push((f, c, w)));
+        process(&mut table, false, [(f, -1)], [f], 2, |f, c, w| {
+            out.push((f, c, w))
+        });
         assert_eq!(out, vec![], "no +1 and -1 at round 2");
         assert_eq!(table.len(), 0);
         assert_eq!(table.relation(0).present, 0);

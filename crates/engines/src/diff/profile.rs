@@ -151,7 +151,12 @@ pub(crate) fn trace_memory(
             let usage = (m.measure)();
             total += usage.bytes;
             if usage.bytes >= 1 << 20 {
-                line.push_str(&format!(" {}={:.0}", m.name, usage.bytes as f64 / 1e6));
+                line.push_str(&format!(
+                    " {}={:.0} ({:.1}M)",
+                    m.name,
+                    usage.bytes as f64 / 1e6,
+                    usage.records as f64 / 1e6
+                ));
             }
         }
         let rss = std::fs::read_to_string("/proc/self/status")

@@ -1,5 +1,7 @@
 //! The table in which the `distinct` adds up one time's head facts: `(fact, count
-//! change)`, one entry per fact.
+//! change)`, one entry per fact. Since the first pending time's heads add up in the
+//! table of facts itself (see module `distinct`), it serves the heads of the other
+//! times that come before that time is processed.
 //!
 //! A recursive rule derives most of its facts many times in a round (tc over
 //! G(5000, 0.001): about five derivations per fact), and a large round's table is far
@@ -100,8 +102,7 @@ impl<R: Row> Part<R> {
 
 impl<R: Row> RoundTable<R> {
     /// Facts held.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len).sum()
     }
 

@@ -5,8 +5,13 @@
 //! (48 bytes a slot, in a table of power-of-two size): 110 bytes per fact of transitive
 //! closure on a 2,000-node random graph, more than half of the engine's memory. Here:
 //!
-//! * a hash table of 4-byte slot numbers (hashbrown's `HashTable<u32>`, the hash
-//!   recomputed from the row), so its power-of-two slack costs 4 bytes a bucket;
+//! * an index of 4-byte slot numbers (open addressing with linear probing, the hash
+//!   recomputed from the row when the index grows), so its power-of-two slack costs 4
+//!   bytes a place. Each place keeps the top 4 bits of its fact's hash beside the slot
+//!   number (28 bits: at most 2^28 - 1 facts of one relation on one worker), so a
+//!   probe reads the row of one slot in sixteen of those it passes. The index was
+//!   hashbrown's `HashTable<u32>` until the `distinct` added a round's heads here
+//!   (below): ours lets a batch of lookups fetch their places and rows ahead;
 //! * the facts in one dense vector of words, slot after slot (a removed slot takes
 //!   the last one's place, so the rows stay dense), each row cut to the words any
 //!   stored fact uses (its values up to the last non-zero word; the rest of a row of
@@ -20,6 +25,11 @@
 //!   after the previous one takes 2 bytes, so five such steps fit; a longer history
 //!   goes to a side list of step vectors, and the 12 bytes hold its index.
 //!
+//! * while the `distinct` adds up one time's heads here ([`Facts::add_waiting`]), each
+//!   fact's change waiting for that time (4 bytes a fact, freed after each commit),
+//!   and a bit per fact that has one, so that the time's facts are processed in slot
+//!   order. A fact first derived in the time is stored with no steps until then.
+//!
 //! On the same closure (3.9M facts, 2.6 steps per fact on average, all but 0.05% of
 //! the histories inline): 110 → 36 bytes per fact. Rows were at first of the
 //! circuit's width: on LUBM with OWL 2 RL, whose widest rule needs 8 words, every fact
@@ -27,8 +37,7 @@
 //! fact). One table per relation, without the relation word in every row: 36.7 → 32.0
 //! bytes per fact on the same closure.
 
-use super::types::{Row, reserve_quarter, used_words, widen_records};
-use hashbrown::HashTable;
+use super::types::{AHEAD, Mult, Row, prefetch, reserve_quarter, used_words, widen_records};
 use smallvec::SmallVec;
 use std::hash::BuildHasher;
 
@@ -200,13 +209,17 @@ impl Packed {
     }
 }
 
-/// The facts of a worker's `distinct`, each with its (non-empty) steps.
+/// The facts of a worker's `distinct`, each with its steps (non-empty, except for a
+/// fact stored by a waiting change: see [`Facts::add_waiting`]).
 #[derive(Default)]
 pub(crate) struct Facts<R> {
     /// The first word of every fact stored here (its relation): not stored per row.
     lead: u32,
-    /// Slot numbers, hashed by their row (of the circuit's width).
-    ids: HashTable<u32>,
+    /// Slot numbers by their row's hash: open addressing with linear probing, a power
+    /// of two of places (or none), at most three quarters full, [`FREE`] where empty.
+    /// Ours rather than a general table's, so that a batch of lookups can fetch their
+    /// places ahead ([`Facts::prefetch_index`], [`Facts::prefetch_row`]).
+    index: Vec<u32>,
     /// The rows' words after the first, `stride` words each: every word of a stored
     /// fact past `1 + stride` is 0.
     rows: Vec<u32>,
@@ -217,8 +230,40 @@ pub(crate) struct Facts<R> {
     free: Vec<u32>,
     /// The allocated bytes of the vectors of `spill`.
     spill_bytes: u64,
-    hasher: rustc_hash::FxBuildHasher,
+    /// While a time's changes wait here: the change of each slot (`waiting[i]` for
+    /// slot `i`), and which slots have one (a bit each). Empty otherwise.
+    waiting: Vec<Mult>,
+    touched: Vec<u64>,
+    /// Slots with a waiting change; whether `waiting` and `touched` are in use.
+    touched_count: usize,
+    waits: bool,
     row_type: std::marker::PhantomData<R>,
+}
+
+/// An empty place of [`Facts`]'s index.
+const FREE: u32 = u32::MAX;
+
+/// A place of the index holds a slot number in its low [`ID_BITS`] bits and, above
+/// them, the top bits of the fact's hash: a probe compares the row of a slot only when
+/// these match (one in sixteen of the others), not the row of every slot on its way,
+/// each a cache miss.
+const ID_BITS: u32 = 28;
+const ID_MASK: u32 = (1 << ID_BITS) - 1;
+
+/// The slots of one relation's table: below `ID_MASK`, so that no place is [`FREE`].
+pub(crate) const MAX_FACTS: usize = ID_MASK as usize;
+
+/// The hash bits kept in an index place beside slot number `id`.
+#[inline]
+fn entry(hash: u64, id: u32) -> u32 {
+    ((hash >> (64 - (32 - ID_BITS))) as u32) << ID_BITS | id
+}
+
+/// The hash of a fact: the table's and the round table's (module `round`), so that
+/// the two order facts alike.
+#[inline]
+pub(crate) fn hash_row<R: Row>(f: &R) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(f)
 }
 
 /// Row `i` of `rows` (`stride` words each after `lead`), padded to the circuit's width.
@@ -244,42 +289,107 @@ impl<R: Row> Facts<R> {
         }
     }
 
-    #[inline]
-    fn hash(&self, f: &R) -> u64 {
-        self.hasher.hash_one(f)
-    }
-
     pub(crate) fn len(&self) -> usize {
         self.steps.len()
     }
 
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
 
+    /// The fact of `slot`.
+    pub(crate) fn row(&self, slot: Slot) -> R {
+        row_at(self.lead, &self.rows, self.stride, slot.0 as usize)
+    }
+
+    /// The hash of the fact of slot `i`.
+    #[inline]
+    fn hash_of(&self, i: usize) -> u64 {
+        hash_row(&row_at::<R>(self.lead, &self.rows, self.stride, i))
+    }
+
+    /// Whether slot `i`'s stored words are `values` (a fact's words after the first,
+    /// zero past the table's stride).
+    #[inline]
+    fn holds(&self, i: usize, values: &[u32]) -> bool {
+        let (s, at) = (self.stride, i * self.stride);
+        self.rows[at..at + s]
+            .iter()
+            .zip(values)
+            .all(|(stored, v)| stored == v)
+    }
+
     /// The slot of `f`, if it has one.
     pub(crate) fn find(&self, f: &R) -> Option<Slot> {
-        let s = self.stride;
+        self.find_hashed(f, hash_row(f))
+    }
+
+    /// The slot of `f`, whose hash is `hash`, if it has one.
+    fn find_hashed(&self, f: &R, hash: u64) -> Option<Slot> {
         // A fact of another relation, or wider than every stored one, is not stored
         // (no scan at full width).
         let words = f.as_ref();
-        if words[0] != self.lead || (1 + s < words.len() && used_words(words) > 1 + s) {
+        let s = self.stride;
+        if words[0] != self.lead
+            || (1 + s < words.len() && used_words(words) > 1 + s)
+            || self.index.is_empty()
+        {
             return None;
         }
         // The words past `1 + s` are zero (checked above): a candidate matches when
-        // its stored words are the fact's after the first, compared in place (a row
-        // built for each candidate cost a call to `memcpy`, 3% of tc's time).
-        let (hash, rows, values) = (self.hash(f), &self.rows, &words[1..]);
-        self.ids
-            .find(hash, |&i| {
-                let at = i as usize * s;
-                rows[at..at + s]
-                    .iter()
-                    .zip(values)
-                    .all(|(stored, v)| stored == v)
-            })
-            .map(|&i| Slot(i))
+        // its stored words are the fact's after the first, compared in place.
+        let mask = self.index.len() - 1;
+        let mut p = hash as usize & mask;
+        let tag = entry(hash, 0);
+        loop {
+            let e = self.index[p];
+            if e == FREE {
+                return None;
+            }
+            if e & !ID_MASK == tag && self.holds((e & ID_MASK) as usize, &words[1..]) {
+                return Some(Slot(e & ID_MASK));
+            }
+            p = (p + 1) & mask;
+        }
+    }
+
+    /// Ask for the index place of the fact whose hash is `hash` (the first of two
+    /// fetches ahead of a lookup: see `Materialized::add_waiting`).
+    #[inline]
+    pub(crate) fn prefetch_index(&self, hash: u64) {
+        if !self.index.is_empty() {
+            prefetch(&self.index[hash as usize & (self.index.len() - 1)]);
+        }
+    }
+
+    /// Ask for the row and the waiting change of the first slot on the probe sequence
+    /// of `hash` whose place holds the hash's top bits (the places were fetched by
+    /// [`Facts::prefetch_index`] a few lookups before): most lookups end there.
+    #[inline]
+    pub(crate) fn prefetch_row(&self, hash: u64) {
+        if self.index.is_empty() {
+            return;
+        }
+        let (mask, tag) = (self.index.len() - 1, entry(hash, 0));
+        let mut p = hash as usize & mask;
+        // A few places on at most: a longer probe's further places are not fetched.
+        for _ in 0..8 {
+            let e = self.index[p];
+            if e == FREE {
+                return;
+            }
+            if e & !ID_MASK == tag {
+                let id = (e & ID_MASK) as usize;
+                if let Some(word) = self.rows.get(id * self.stride) {
+                    prefetch(word);
+                }
+                if let Some(w) = self.waiting.get(id) {
+                    prefetch(w);
+                }
+                return;
+            }
+            p = (p + 1) & mask;
+        }
     }
 
     /// Whether the fact of `slot` is in the materialization: its presence after its
@@ -309,6 +419,7 @@ impl<R: Row> Facts<R> {
         let (n, s) = (self.len(), self.stride);
         self.rows = widen_records(&self.rows, n, s, s, width - s);
         self.stride = width;
+        // The hashes are of the padded rows: widening changes none.
     }
 
     /// Decode the steps of `slot` into `into` (cleared first).
@@ -321,7 +432,7 @@ impl<R: Row> Facts<R> {
         }
     }
 
-    /// Store `steps` (non-empty, sorted by round) as the history of `slot`.
+    /// Store `steps` (sorted by round) as the history of `slot`.
     pub(crate) fn set_steps(&mut self, slot: Slot, steps: &[Step]) {
         let old = self.steps[slot.0 as usize];
         self.steps[slot.0 as usize] = self.pack(old, steps);
@@ -361,16 +472,87 @@ impl<R: Row> Facts<R> {
         self.free.push(i as u32);
     }
 
-    /// Add `f` (which has no slot) with `steps` (non-empty, sorted by round).
+    /// Put slot `id`, whose fact's hash is `hash`, at the first free place of its
+    /// probe sequence.
+    fn place(&mut self, hash: u64, id: u32) {
+        let mask = self.index.len() - 1;
+        let mut p = hash as usize & mask;
+        while self.index[p] != FREE {
+            p = (p + 1) & mask;
+        }
+        self.index[p] = entry(hash, id);
+    }
+
+    /// Rebuild the index with `cap` places (a power of two, room for every slot). The
+    /// rows are read in order; the place of the row `AHEAD` on is fetched ahead.
+    fn rebuild(&mut self, cap: usize) {
+        self.index = Vec::new();
+        self.index = vec![FREE; cap];
+        let n = self.len();
+        let mut hashes = [0u64; AHEAD];
+        for (i, h) in hashes.iter_mut().enumerate().take(n) {
+            *h = self.hash_of(i);
+        }
+        for i in 0..n {
+            let hash = hashes[i % AHEAD];
+            if i + AHEAD < n {
+                let h = self.hash_of(i + AHEAD);
+                hashes[i % AHEAD] = h;
+                prefetch(&self.index[h as usize & (cap - 1)]);
+            }
+            self.place(hash, i as u32);
+        }
+    }
+
+    /// The index place of slot `id`, whose fact's hash is `hash`.
+    fn place_of(&self, hash: u64, id: u32) -> usize {
+        let mask = self.index.len() - 1;
+        let mut p = hash as usize & mask;
+        while self.index[p] == FREE || self.index[p] & ID_MASK != id {
+            p = (p + 1) & mask;
+        }
+        p
+    }
+
+    /// Empty index place `hole`, moving later places of its run back so that every
+    /// slot stays reachable from its home place (deletion without tombstones).
+    fn unplace(&mut self, mut hole: usize) {
+        let mask = self.index.len() - 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let e = self.index[j];
+            if e == FREE {
+                break;
+            }
+            let home = self.hash_of((e & ID_MASK) as usize) as usize & mask;
+            // The slot at `j` may move to the hole if the hole is on its way from
+            // its home: at least as far from the home as from the hole.
+            if j.wrapping_sub(home) & mask >= j.wrapping_sub(hole) & mask {
+                self.index[hole] = e;
+                hole = j;
+            }
+        }
+        self.index[hole] = FREE;
+    }
+
+    /// Add `f` (which has no slot) with `steps` (sorted by round).
     pub(crate) fn insert(&mut self, f: R, steps: &[Step]) -> Slot {
+        self.insert_hashed(f, hash_row(&f), steps)
+    }
+
+    fn insert_hashed(&mut self, f: R, hash: u64, steps: &[Step]) -> Slot {
         let id = self.len() as u32;
-        let hash = self.hash(&f);
-        let packed = self.pack(Packed::default(), steps);
         assert_eq!(
             f.as_ref()[0],
             self.lead,
             "distinct: a fact stored in another relation's table"
         );
+        assert!(
+            self.len() < MAX_FACTS,
+            "distinct: more than 2^28 - 1 facts of one relation on one worker (use more workers)"
+        );
+        let packed = self.pack(Packed::default(), steps);
         let width = used_words(f.as_ref()).saturating_sub(1);
         if width > self.stride {
             self.widen(width);
@@ -380,35 +562,118 @@ impl<R: Row> Facts<R> {
         reserve_quarter(&mut self.steps, 1);
         self.rows.extend_from_slice(&f.as_ref()[1..=s]);
         self.steps.push(packed);
-        let (rows, hasher, lead) = (&self.rows, &self.hasher, self.lead);
-        self.ids.insert_unique(hash, id, |&i| {
-            hasher.hash_one(row_at::<R>(lead, rows, s, i as usize))
-        });
+        if self.waits {
+            reserve_quarter(&mut self.waiting, 1);
+            self.waiting.push(0);
+            if self.touched.len() * 64 < self.len() {
+                self.touched.push(0);
+            }
+        }
+        if self.len() * 4 > self.index.len() * 3 {
+            self.rebuild((2 * self.index.len()).max(64));
+        } else {
+            self.place(hash, id);
+        }
         Slot(id)
     }
 
-    /// Forget the fact of `slot`: the last slot's fact takes its place.
+    /// Forget the fact of `slot` (which has no waiting change): the last slot's fact
+    /// takes its place.
     pub(crate) fn remove(&mut self, slot: Slot) {
         let id = slot.0;
-        let s = self.stride;
-        let f: R = row_at(self.lead, &self.rows, s, id as usize);
+        debug_assert!(!self.is_touched(id as usize), "a waiting change forgotten");
         if let Some(i) = self.steps[id as usize].spill_index() {
             self.unspill(i);
         }
-        let hash = self.hash(&f);
-        if let Ok(entry) = self.ids.find_entry(hash, |&i| i == id) {
-            entry.remove();
-        }
+        let hole = self.place_of(self.hash_of(id as usize), id);
+        self.unplace(hole);
+        let s = self.stride;
         let last = (self.len() - 1) as u32;
         let (at, end) = (id as usize * s, last as usize * s);
         self.rows.copy_within(end..end + s, at);
         self.rows.truncate(end);
         self.steps.swap_remove(id as usize);
-        if id != last {
-            let moved = self.hash(&row_at(self.lead, &self.rows, s, id as usize));
-            if let Some(i) = self.ids.find_mut(moved, |&i| i == last) {
-                *i = id;
+        if self.waits {
+            self.waiting.swap_remove(id as usize);
+            if self.is_touched(last as usize) {
+                self.touched[last as usize / 64] &= !(1 << (last % 64));
+                self.touched[id as usize / 64] |= 1 << (id % 64);
             }
+        }
+        if id != last {
+            let p = self.place_of(self.hash_of(id as usize), last);
+            self.index[p] = self.index[p] & !ID_MASK | id;
+        }
+    }
+
+    /// Whether slot `i` has a waiting change.
+    #[inline]
+    fn is_touched(&self, i: usize) -> bool {
+        self.touched
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Whether the fact of `slot` has a waiting change (and must not be forgotten
+    /// before its time, even with no steps).
+    pub(crate) fn waiting_at(&self, slot: Slot) -> bool {
+        self.is_touched(slot.0 as usize)
+    }
+
+    /// Add `d` to the waiting change of `f`, whose hash is `hash`, storing `f` with no
+    /// steps if it is new. The `distinct` takes one time's head facts this way, and
+    /// the changes wait here (a word per fact) until it processes that time
+    /// ([`Facts::pop_waiting`]).
+    pub(crate) fn add_waiting(&mut self, f: &R, hash: u64, d: Mult) {
+        let slot = match self.find_hashed(f, hash) {
+            Some(slot) => slot.0 as usize,
+            None => self.insert_hashed(*f, hash, &[]).0 as usize,
+        };
+        if !self.waits {
+            self.waits = true;
+            self.waiting = vec![0; self.len()];
+            self.touched = vec![0; self.len().div_ceil(64)];
+        }
+        let w = &mut self.waiting[slot];
+        *w = w.saturating_add(d);
+        let word = &mut self.touched[slot / 64];
+        if *word & (1 << (slot % 64)) == 0 {
+            *word |= 1 << (slot % 64);
+            self.touched_count += 1;
+        }
+    }
+
+    /// Where [`Facts::pop_waiting`] starts.
+    pub(crate) fn waiting_cursor(&self) -> usize {
+        self.touched.len()
+    }
+
+    /// Take the waiting change of the highest slot below `cursor`'s word that has one
+    /// (the cursor moves down). From the top: a fact forgotten while they are taken
+    /// gets the last slot's fact, whose change was taken already.
+    pub(crate) fn pop_waiting(&mut self, cursor: &mut usize) -> Option<(Slot, Mult)> {
+        while *cursor > 0 {
+            let w = *cursor - 1;
+            let word = self.touched[w];
+            if word == 0 {
+                *cursor = w;
+                continue;
+            }
+            let bit = 63 - word.leading_zeros() as usize;
+            self.touched[w] &= !(1 << bit);
+            self.touched_count -= 1;
+            let slot = w * 64 + bit;
+            return Some((Slot(slot as u32), std::mem::take(&mut self.waiting[slot])));
+        }
+        None
+    }
+
+    /// Free the waiting changes' memory if none waits.
+    pub(crate) fn release_waiting(&mut self) {
+        if self.waits && self.touched_count == 0 {
+            self.waits = false;
+            self.waiting = Vec::new();
+            self.touched = Vec::new();
         }
     }
 
@@ -417,9 +682,18 @@ impl<R: Row> Facts<R> {
         if self.steps.capacity() > 64 && self.steps.len() < self.steps.capacity() / 4 {
             self.rows.shrink_to_fit();
             self.steps.shrink_to_fit();
-            let (rows, hasher, s, lead) = (&self.rows, &self.hasher, self.stride, self.lead);
-            self.ids
-                .shrink_to_fit(|&i| hasher.hash_one(row_at::<R>(lead, rows, s, i as usize)));
+            self.waiting.shrink_to_fit();
+            self.touched.truncate(self.len().div_ceil(64));
+            self.touched.shrink_to_fit();
+            let mut cap = 64;
+            while self.len() * 4 > cap * 3 {
+                cap *= 2;
+            }
+            if self.is_empty() {
+                self.index = Vec::new();
+            } else if cap < self.index.len() {
+                self.rebuild(cap);
+            }
             while self.spill.last().is_some_and(Vec::is_empty) {
                 self.spill.pop();
             }
@@ -430,9 +704,12 @@ impl<R: Row> Facts<R> {
         }
     }
 
-    /// The allocated bytes of the table, the rows, the steps and the spilled lists.
+    /// The allocated bytes of the index, the rows, the steps, the spilled lists and
+    /// the waiting changes.
     pub(crate) fn bytes(&self) -> u64 {
-        crate::store::hash_table_bytes(self.ids.capacity(), std::mem::size_of::<u32>())
+        (self.index.capacity() * std::mem::size_of::<u32>()
+            + self.waiting.capacity() * std::mem::size_of::<Mult>()
+            + self.touched.capacity() * std::mem::size_of::<u64>()) as u64
             + (self.rows.capacity() * std::mem::size_of::<u32>()
                 + self.steps.capacity() * std::mem::size_of::<Packed>()
                 + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
@@ -565,6 +842,101 @@ mod tests {
             seen += 1;
         });
         assert_eq!(seen, 1);
+    }
+
+    #[test]
+    fn the_index_finds_every_fact_through_random_insertions_and_removals() {
+        // Small tables, long probe runs: removals must keep every fact reachable.
+        let mut facts: Facts<[u32; 3]> = Facts::new(1);
+        let mut expected = std::collections::BTreeMap::new();
+        let mut x: u64 = 7;
+        let h = steps(&[(1, 1, 1)]);
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let f = [1, (x >> 40) as u32 % 300, (x >> 20) as u32 % 7];
+            match facts.find(&f) {
+                Some(slot) if i % 3 != 0 => {
+                    facts.remove(slot);
+                    expected.remove(&f);
+                }
+                Some(_) => {}
+                None => {
+                    facts.insert(f, &h);
+                    expected.insert(f, ());
+                }
+            }
+            if i % 997 == 0 {
+                facts.shrink_if_sparse();
+            }
+        }
+        assert_eq!(facts.len(), expected.len());
+        for a in 0..300 {
+            for b in 0..7 {
+                let f = [1, a, b];
+                assert_eq!(facts.find(&f).is_some(), expected.contains_key(&f), "{f:?}");
+            }
+        }
+        for f in expected.keys() {
+            let slot = facts.find(f).expect("present");
+            facts.remove(slot);
+        }
+        assert!(facts.is_empty());
+        facts.shrink_if_sparse();
+        assert!(facts.bytes() < 1024, "{}", facts.bytes());
+    }
+
+    #[test]
+    fn waiting_changes_add_up_per_fact_and_come_out_from_the_last_slot() {
+        let mut facts: Facts<[u32; 3]> = Facts::new(2);
+        let h = steps(&[(1, 1, 1)]);
+        for x in 0..100 {
+            facts.insert([2, x, 0], &h);
+        }
+        // Changes to stored facts and to new ones (stored with no steps), repeated.
+        let mut expected = std::collections::BTreeMap::new();
+        for (x, d) in [
+            (5, 1),
+            (150, 2),
+            (5, 2),
+            (99, -1),
+            (150, -2),
+            (120, 1),
+            (7, 3),
+        ] {
+            let f = [2, x, 0];
+            facts.add_waiting(&f, hash_row(&f), d);
+            *expected.entry(f).or_insert(0) += d;
+        }
+        assert_eq!(facts.len(), 102, "two new facts");
+        let new = facts.find(&[2, 150, 0]).expect("stored");
+        let mut got = Steps::new();
+        facts.steps(new, &mut got);
+        assert!(got.is_empty() && !facts.present(new) && facts.waiting_at(new));
+        // Forgetting a fact with no change moves the last slot's fact (with a
+        // waiting change) into its place, the change with it.
+        let last = facts.row(Slot(101));
+        assert!(facts.waiting_at(Slot(101)));
+        facts.remove(facts.find(&[2, 0, 0]).expect("stored"));
+        assert!(facts.waiting_at(Slot(0)) && facts.row(Slot(0)) == last);
+        assert!(facts.len() == 101 && !facts.waiting_at(Slot(101)));
+        let mut cursor = facts.waiting_cursor();
+        let mut taken = Vec::new();
+        while let Some((slot, d)) = facts.pop_waiting(&mut cursor) {
+            taken.push((slot.0, facts.row(slot), d));
+        }
+        assert!(
+            taken.windows(2).all(|w| w[0].0 > w[1].0),
+            "from the last slot"
+        );
+        let sums: std::collections::BTreeMap<_, _> =
+            taken.iter().map(|&(_, f, d)| (f, d)).collect();
+        assert_eq!(sums, expected, "zero sums included");
+        assert!(facts.bytes() > 0 && facts.waits);
+        facts.release_waiting();
+        assert!(!facts.waits && facts.waiting.capacity() == 0);
+        assert!(facts.find(&[2, 0, 0]).is_none() && facts.find(&[2, 99, 0]).is_some());
     }
 
     #[test]
