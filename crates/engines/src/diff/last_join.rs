@@ -51,6 +51,7 @@ use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::{Capability, CapabilitySet};
 use timely::order::Product;
 use timely::progress::operate::FrontierInterest;
+use timely::progress::stamp::Stamp;
 
 /// `heads` of the pairs of `subs` (substitutions at their rule's last atom, by key)
 /// and `entries` (index entries of last atoms' patterns, by key). Also returns the
@@ -63,7 +64,7 @@ pub(crate) fn last_join<'s, R: Row>(
     let state = Rc::new(RefCell::new(State {
         subs: Lists::new(),
         entries: Lists::new(),
-        queue: VecDeque::new(),
+        queue: Queue::new(),
     }));
     let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
     let meters = [
@@ -98,11 +99,19 @@ pub(crate) fn last_join<'s, R: Row>(
             let mut output = output.activate();
             let mut state = state.borrow_mut();
             let mut queue = std::mem::take(&mut state.queue);
+            // The records are packed as they come (the message's vector goes back at
+            // once): a round's substitutions wait here, most of the peak's heap.
             subs_in.for_each(|cap, data| {
-                queue.push_back((Work::Subs(cap.retain_stamp(0), std::mem::take(data)), 0));
+                let run = queue.run(true, cap.stamp(), || cap.retain_stamp(0));
+                for &((key, (tag, slots)), t, d) in data.iter() {
+                    queue.push(run, &key, Some(tag), &slots, t, d);
+                }
             });
             entries_in.for_each(|cap, data| {
-                queue.push_back((Work::Entries(cap.retain_stamp(0), std::mem::take(data)), 0));
+                let run = queue.run(false, cap.stamp(), || cap.retain_stamp(0));
+                for &((key, vals), t, d) in data.iter() {
+                    queue.push(run, &key, None, &vals, t, d);
+                }
             });
             // Work through the records, each paired and then stored, until about
             // `FUEL` pairs are made: the pairs wait in the channels until the
@@ -111,38 +120,24 @@ pub(crate) fn last_join<'s, R: Row>(
             // the record that made them.
             let mut fuel = FUEL;
             while fuel > 0
-                && let Some((work, next)) = queue.front_mut()
+                && let Some(run) = queue.runs.pop_front()
             {
                 let mut held: Option<Capability<Inner>> = None;
-                let work = &*work;
-                let (caps, len) = match work {
-                    Work::Subs(caps, data) => (caps, data.len()),
-                    Work::Entries(caps, data) => (caps, data.len()),
-                };
-                while *next < len && fuel > 0 {
-                    let t = match work {
-                        Work::Subs(_, data) => data[*next].1,
-                        Work::Entries(_, data) => data[*next].1,
-                    };
+                while fuel > 0
+                    && let Some((key, tag, b, t, d)) = queue.next(&run)
+                {
                     if held.as_ref().is_none_or(|c| *c.time() != t) {
                         if let Some(c) = held.take() {
                             output.session(&c).give_iterator(out.drain(..));
                         }
-                        held = Some(caps.delayed(&t));
+                        held = Some(run.caps.delayed(&t));
                     }
                     let before = out.len();
-                    match work {
-                        Work::Subs(_, data) => {
-                            let ((key, (tag, slots)), t, d) = data[*next];
-                            state.sub(&tables, key, tag & !LAST, slots, t, d, &mut out);
-                        }
-                        Work::Entries(_, data) => {
-                            let ((key, vals), t, d) = data[*next];
-                            state.entry(&tables, key, vals, t, d, &mut out);
-                        }
+                    match tag {
+                        Some(tag) => state.sub(&tables, key, tag & !LAST, b, t, d, &mut out),
+                        None => state.entry(&tables, key, b, t, d, &mut out),
                     }
                     fuel -= (out.len() - before) as isize;
-                    *next += 1;
                     if out.len() >= FLUSH
                         && let Some(c) = held.as_ref()
                     {
@@ -152,11 +147,9 @@ pub(crate) fn last_join<'s, R: Row>(
                 if let Some(c) = held {
                     output.session(&c).give_iterator(out.drain(..));
                 }
-                if *next == len {
-                    queue.pop_front();
-                }
+                queue.put_back(run);
             }
-            if !queue.is_empty() {
+            if !queue.runs.is_empty() {
                 activator.activate();
             }
             state.queue = queue;
@@ -170,10 +163,179 @@ const FUEL: isize = 1 << 20;
 /// Pairs buffered before they are sent on.
 const FLUSH: usize = 1 << 13;
 
-/// A message of one of the inputs.
-enum Work<R> {
-    Subs(CapabilitySet<Inner>, Vec<((R, Sub<R>), Inner, Mult)>),
-    Entries(CapabilitySet<Inner>, Vec<((R, R), Inner, Mult)>),
+/// The records of both inputs not yet worked through, in arrival order, packed: per
+/// record a header word (the used words of the key and of the substitution's slots or
+/// the entry's values, and whether a time and multiplicity follow), the key's words,
+/// the rule id of a substitution, the slots' or values' words, and the time and
+/// multiplicity only where they differ from the previous record's in the run. A
+/// substitution of transitive closure takes 24 bytes, where the message's record
+/// took 40.
+#[derive(Default)]
+struct Queue<R> {
+    /// Runs of records of one input and one capability, by the end of their words.
+    runs: VecDeque<Run>,
+    /// The words, in chunks that no record straddles: a chunk read is freed at once,
+    /// so the queue shrinks as it is worked through (a chunk of `MAX_CHUNK` words is
+    /// mapped memory, given back when freed). Positions count every word pushed.
+    chunks: VecDeque<Vec<u32>>,
+    /// The position of the first chunk's first word, of the next record to read, and
+    /// of the end.
+    base: usize,
+    start: usize,
+    end: usize,
+    /// The time and multiplicity of the last record read.
+    current: (Inner, Mult),
+    /// Records not yet read.
+    records: usize,
+    row: std::marker::PhantomData<R>,
+}
+
+/// The words of a chunk, at most (a small queue's chunks start smaller and double).
+const MAX_CHUNK: usize = 1 << 17;
+
+/// Records of one input (`subs`: substitutions, else entries) under one capability.
+struct Run {
+    subs: bool,
+    caps: CapabilitySet<Inner>,
+    /// The times of the messages' capabilities.
+    stamp: Stamp<Inner>,
+    /// The end of the run's words.
+    end: usize,
+    /// The time and multiplicity of the run's last record pushed.
+    last: Option<(Inner, Mult)>,
+}
+
+/// In a record's header: the used words of the key, of the other row, and the flag
+/// of an explicit time and multiplicity.
+const B_SHIFT: u32 = 8;
+const EXPLICIT: u32 = 1 << 16;
+
+impl<R: Row> Queue<R> {
+    fn new() -> Queue<R> {
+        Queue::default()
+    }
+
+    /// The run that a message of input `subs` with capabilities for `stamp` goes to:
+    /// the last one if it is of the same input and stamp, else a new one under the
+    /// capabilities `caps`.
+    fn run(
+        &mut self,
+        subs: bool,
+        stamp: &Stamp<Inner>,
+        caps: impl FnOnce() -> CapabilitySet<Inner>,
+    ) -> usize {
+        if let Some(last) = self.runs.back()
+            && last.subs == subs
+            && last.stamp == *stamp
+        {
+            return self.runs.len() - 1;
+        }
+        self.runs.push_back(Run {
+            subs,
+            caps: caps(),
+            stamp: stamp.clone(),
+            end: self.end,
+            last: None,
+        });
+        self.runs.len() - 1
+    }
+
+    /// Append a record to run `run` (the last one).
+    fn push(&mut self, run: usize, key: &R, tag: Option<u32>, b: &R, t: Inner, d: Mult) {
+        let (key, b) = (key.as_ref(), b.as_ref());
+        let (uk, ub) = (used_words(key), used_words(b));
+        let run = &mut self.runs[run];
+        let explicit = run.last != Some((t, d));
+        let len = 1 + uk + usize::from(tag.is_some()) + ub + if explicit { 3 } else { 0 };
+        if self
+            .chunks
+            .back()
+            .is_none_or(|c| c.len() + len > c.capacity())
+        {
+            let cap = self.chunks.back().map_or(1024, |c| 2 * c.capacity());
+            self.chunks
+                .push_back(Vec::with_capacity(cap.min(MAX_CHUNK).max(len)));
+        }
+        let Some(words) = self.chunks.back_mut() else {
+            return;
+        };
+        let header = uk as u32 | (ub as u32) << B_SHIFT | if explicit { EXPLICIT } else { 0 };
+        words.push(header);
+        words.extend_from_slice(&key[..uk]);
+        if let Some(tag) = tag {
+            words.push(tag);
+        }
+        words.extend_from_slice(&b[..ub]);
+        if explicit {
+            words.extend_from_slice(&[t.outer, t.inner, d as u32]);
+            run.last = Some((t, d));
+        }
+        self.end += len;
+        run.end = self.end;
+        self.records += 1;
+    }
+
+    /// Read the next record of `run` (the first one, taken out of `runs`): key, rule id
+    /// of a substitution, slots or values, time and multiplicity.
+    fn next(&mut self, run: &Run) -> Option<(R, Option<u32>, R, Inner, Mult)> {
+        if self.start >= run.end {
+            return None;
+        }
+        // The first chunk's records are all read: it goes.
+        while self
+            .chunks
+            .front()
+            .is_some_and(|c| self.start >= self.base + c.len())
+        {
+            self.base += self.chunks.pop_front().map_or(0, |c| c.len());
+        }
+        let w = self.chunks.front()?;
+        let mut at = self.start - self.base;
+        let header = w[at];
+        let (uk, ub) = (
+            (header & 0xFF) as usize,
+            ((header >> B_SHIFT) & 0xFF) as usize,
+        );
+        at += 1;
+        let (mut key, mut b) = (R::default(), R::default());
+        key.as_mut()[..uk].copy_from_slice(&w[at..at + uk]);
+        at += uk;
+        let tag = run.subs.then(|| {
+            at += 1;
+            w[at - 1]
+        });
+        b.as_mut()[..ub].copy_from_slice(&w[at..at + ub]);
+        at += ub;
+        if header & EXPLICIT != 0 {
+            self.current = (Product::new(w[at], w[at + 1]), w[at + 2] as Mult);
+            at += 3;
+        }
+        self.start = self.base + at;
+        self.records -= 1;
+        Some((key, tag, b, self.current.0, self.current.1))
+    }
+
+    /// Put `run`, taken from the front to be read, back unless it is read; free the
+    /// words once every run is.
+    fn put_back(&mut self, run: Run) {
+        if self.start < run.end {
+            self.runs.push_front(run);
+        }
+        if self.runs.is_empty() {
+            self.chunks.clear();
+            self.base = self.end;
+            self.start = self.end;
+        }
+    }
+
+    /// The records not yet read, and the bytes of their words.
+    fn usage(&self) -> Usage {
+        Usage {
+            records: self.records as u64,
+            bytes: self.chunks.iter().map(vec_bytes).sum::<u64>()
+                + (self.runs.capacity() * std::mem::size_of::<Run>()) as u64,
+        }
+    }
 }
 
 /// The two sides' records.
@@ -183,26 +345,14 @@ struct State<R> {
     subs: Lists<R>,
     /// Per key: the entries' free values.
     entries: Lists<R>,
-    /// Messages not yet worked through, in arrival order, with the position of the
-    /// next record.
-    queue: VecDeque<(Work<R>, usize)>,
+    /// Records not yet worked through.
+    queue: Queue<R>,
 }
 
 impl<R: Row> State<R> {
-    /// The records of the messages waiting.
+    /// The records waiting.
     fn queued(&self) -> Usage {
-        let mut usage = Usage::default();
-        for (work, next) in &self.queue {
-            let (len, bytes) = match work {
-                Work::Subs(_, data) => (data.len(), vec_bytes(data)),
-                Work::Entries(_, data) => (data.len(), vec_bytes(data)),
-            };
-            usage += Usage {
-                records: (len - next) as u64,
-                bytes,
-            };
-        }
-        usage
+        self.queue.usage()
     }
 
     /// Pair substitution `(id, slots)` of `key` with the entries of `key` into `out`,
@@ -477,6 +627,51 @@ mod tests {
             .collect();
         r.sort();
         r
+    }
+
+    #[test]
+    fn the_queue_gives_back_what_it_was_given_and_frees_what_is_read() {
+        // Records of both inputs over several stamps, times and multiplicities, and
+        // many more words than a chunk holds.
+        let mut queue = Queue::<[u32; 4]>::new();
+        let mut given = Vec::new();
+        for i in 0..200_000u32 {
+            let (subs, r) = (i / 50_000 % 2 == 0, i / 30_000);
+            let stamp = Stamp::from_elem(Product::new(1, r));
+            let run = queue.run(subs, &stamp, CapabilitySet::new);
+            let key = [i % 7, i, 0, i % 3];
+            let b = [i % 5, 0, 0, 0];
+            let tag = subs.then_some(i % 11);
+            let t = Product::new(1, r + i % 2);
+            let d = if i % 13 == 0 { -1 } else { 1 };
+            queue.push(run, &key, tag, &b, t, d);
+            given.push((key, tag, b, t, d));
+        }
+        // A new run where the input or the stamp changes: at 30, 50, 60, 90, 100, 120,
+        // 150 and 180 thousand.
+        assert_eq!(queue.runs.len(), 9, "one run per input and stamp");
+        assert!(
+            queue.usage().bytes < 200_000 * 40,
+            "{}",
+            queue.usage().bytes
+        );
+        assert_eq!(queue.usage().records, 200_000);
+        let mut read = Vec::new();
+        let mut most_chunks = 0;
+        while let Some(run) = queue.runs.pop_front() {
+            // A few records at a time, as the fuel allows.
+            for _ in 0..1000 {
+                let Some(record) = queue.next(&run) else {
+                    break;
+                };
+                read.push(record);
+            }
+            most_chunks = most_chunks.max(queue.chunks.len());
+            queue.put_back(run);
+        }
+        assert_eq!(read, given);
+        assert!(queue.chunks.is_empty() && queue.usage().records == 0);
+        assert!(most_chunks > 1);
     }
 
     #[test]
