@@ -19,13 +19,15 @@
 //!   from every rule with the same head, and the heads come here as they are derived,
 //!   placed by the fact (a table per time on the worker that derived them sent one
 //!   update per fact from each worker: tc on 1,000 nodes × 4,000 random edges, 2
-//!   workers, 14% longer). The first time heads come for (in a load, each round in
-//!   turn) adds them up in the table of facts itself, as a change waiting beside each
-//!   fact ([`Facts::add_waiting`]); the heads of any other time that comes meanwhile
-//!   add up in a table of their own (module `round`). Both fetch each lookup's places
-//!   ahead, so that the cache misses overlap. With a table per round, the largest
-//!   round's table was held beside the table of facts: 201 MB per worker on
-//!   tc-gnp5000, whose peak fell from 2.10 to 1.74 GB when the changes moved here;
+//!   workers, 14% longer). A time's heads add up in a table of their own (module
+//!   `round`); once it holds `MOVE_AT` facts, and no other time's changes do, they
+//!   move to the table of facts itself, as a change waiting beside each fact
+//!   ([`Facts::add_waiting`]), and so do the time's further heads. Both fetch each
+//!   lookup's places ahead, so that the cache misses overlap. With only a table per
+//!   round, the largest round's table was held beside the table of facts: 201 MB per
+//!   worker on tc-gnp5000, whose peak fell from 2.10 to 1.74 GB when the changes
+//!   moved; a small time (an update) stays in its table, where it costs nothing per
+//!   fact of the table of facts;
 //! * the pending input times are processed in lexicographic order, each once every
 //!   future input is of a lexicographically later time (no frontier element is
 //!   lexicographically at or below it);
@@ -141,6 +143,15 @@ fn process<R: Row>(
         for relation in &mut table.relations {
             let mut cursor = relation.facts.waiting_cursor();
             while let Some((slot, d)) = relation.facts.pop_waiting(&mut cursor) {
+                if d == 0 {
+                    // Changes that added up to nothing, as if none came: a fact stored
+                    // for them alone is forgotten.
+                    relation.facts.steps(slot, &mut history.steps);
+                    if history.steps.is_empty() && !relation.facts.waiting_at(slot) {
+                        relation.facts.remove(slot);
+                    }
+                    continue;
+                }
                 let f = relation.facts.row(slot);
                 update(relation, Some(slot), f, d, round, &mut history, &mut emit);
             }
@@ -171,13 +182,6 @@ fn update<R: Row>(
         Some(slot) => facts.steps(slot, &mut history.steps),
         None if d == 0 => return,
         None => history.steps.clear(),
-    }
-    if d == 0 && slot.is_some() && history.steps.is_empty() {
-        // Stored by changes that added up to nothing: forgotten, unless others wait.
-        if let Some(slot) = slot.filter(|&s| !facts.waiting_at(s)) {
-            facts.remove(slot);
-        }
-        return;
     }
     let before = presence(&history.steps);
     if d != 0 {
@@ -364,6 +368,12 @@ pub(crate) fn distinct<'s, R: Row + Send>(
 ) {
     let state: Rc<RefCell<State<R>>> = Rc::default();
     let table = state.borrow().table.clone();
+    // `DYNALOG_MOVE_AT` sets the threshold, for tests: at 1, every time's changes
+    // move to the table of facts at once (the property tests are run so too).
+    let move_at = std::env::var("DYNALOG_MOVE_AT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MOVE_AT);
     let shared = state.clone();
     let meter = Meter::new("distinct (facts, round histories)", move || {
         shared.borrow().table_usage()
@@ -401,9 +411,8 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 // up (which fetches ahead).
                 for_each_run(data, |t, run| {
                     let at = pending.entry(t).or_default();
-                    if waiting.is_none_or(|w| w == t) {
+                    if *waiting == Some(t) {
                         // The time whose changes wait in the table of facts.
-                        *waiting = Some(t);
                         table.add_waiting(run);
                         return;
                     }
@@ -414,6 +423,15 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                         at.changes = table;
                     }
                     at.changes.add_all(run);
+                    // A large time's changes move to the table of facts, and the rest
+                    // of its heads go there: a small one (an update) stays here, where
+                    // it costs nothing per fact of the table.
+                    if waiting.is_none() && at.changes.len() >= move_at {
+                        *waiting = Some(t);
+                        let moved: Vec<(R, (), Mult)> =
+                            at.changes.drain().map(|(f, d)| (f, (), d)).collect();
+                        table.add_waiting(&moved);
+                    }
                 });
             });
             // Base facts come once per commit each (the handle gives insertions and
@@ -518,6 +536,10 @@ pub(crate) fn distinct<'s, R: Row + Send>(
     )
 }
 
+/// The facts of a time's round table past which its changes move to the table of
+/// facts (see `distinct`).
+const MOVE_AT: usize = 1 << 16;
+
 /// Call `f` on each run of `data`'s updates that share a time (one lookup of the
 /// time's pending updates per run, not per update), then empty `data`.
 fn for_each_run<R>(
@@ -541,9 +563,9 @@ struct State<R> {
     /// An emptied table of changes, kept for the next time: a round's table would
     /// otherwise grow from nothing, rehashing as it doubles, every round.
     spare: Option<RoundTable<R>>,
-    /// The time whose changes wait in the table of facts, if any: the first time
-    /// heads come for once the previous one is processed (in a load, every round).
-    /// The heads of other times meanwhile add up in round tables.
+    /// The time whose changes wait in the table of facts, if any: the first whose
+    /// round table reaches `MOVE_AT` facts once the previous one is processed (in a
+    /// load, every large round). The heads of other times add up in round tables.
     waiting: Option<(u32, u32)>,
     /// The epoch of the last time processed.
     last_epoch: u32,

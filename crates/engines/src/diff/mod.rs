@@ -114,10 +114,10 @@
 //! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
 //!   with several derivations survives the loss of one of them). The heads go to
 //!   their fact's worker, where the `distinct` adds a round's up per fact as they
-//!   come: a recursive rule derives most facts many times per round. It adds them up
-//!   in its table of facts, as a change waiting beside each fact until the round is
-//!   processed (heads of another time that come meanwhile go to a table of their
-//!   own, module `round`). Both take a batch of heads at once and fetch the places of
+//!   come: a recursive rule derives most facts many times per round. A time's heads
+//!   add up in a table of their own (module `round`); a large time's, past 65,536
+//!   facts, move on to the table of facts, as a change waiting beside each fact until
+//!   the time is processed. Both take a batch of heads at once and fetch the places of
 //!   the head sixteen places ahead while they add the current one, so the cache
 //!   misses of a large round overlap (tc over G(5000, 0.001): 15.2 → 12.9 s), and
 //!   since no second table holds the round, its peak fell from 2.10 to 1.74 GB.

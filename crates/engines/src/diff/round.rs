@@ -1,7 +1,7 @@
 //! The table in which the `distinct` adds up one time's head facts: `(fact, count
-//! change)`, one entry per fact. Since the first pending time's heads add up in the
-//! table of facts itself (see module `distinct`), it serves the heads of the other
-//! times that come before that time is processed.
+//! change)`, one entry per fact. A large time's changes move on to the table of facts
+//! itself (see module `distinct`), so this table holds small times (updates) and the
+//! first facts of large ones.
 //!
 //! A recursive rule derives most of its facts many times in a round (tc over
 //! G(5000, 0.001): about five derivations per fact), and a large round's table is far
