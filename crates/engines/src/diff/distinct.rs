@@ -147,7 +147,7 @@ fn process<R: Row>(
                     // Changes that added up to nothing, as if none came: a fact stored
                     // for them alone is forgotten.
                     relation.facts.steps(slot, &mut history.steps);
-                    if history.steps.is_empty() && !relation.facts.waiting_at(slot) {
+                    if history.steps.is_empty() {
                         relation.facts.remove(slot);
                     }
                     continue;

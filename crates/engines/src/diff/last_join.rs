@@ -64,7 +64,7 @@ pub(crate) fn last_join<'s, R: Row>(
     let state = Rc::new(RefCell::new(State {
         subs: Lists::new(),
         entries: Lists::new(),
-        queue: Queue::new(),
+        queue: Queue::default(),
     }));
     let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
     let meters = [
@@ -211,10 +211,6 @@ const B_SHIFT: u32 = 8;
 const EXPLICIT: u32 = 1 << 16;
 
 impl<R: Row> Queue<R> {
-    fn new() -> Queue<R> {
-        Queue::default()
-    }
-
     /// The run that a message of input `subs` with capabilities for `stamp` goes to:
     /// the last one if it is of the same input and stamp, else a new one under the
     /// capabilities `caps`.
@@ -633,7 +629,7 @@ mod tests {
     fn the_queue_gives_back_what_it_was_given_and_frees_what_is_read() {
         // Records of both inputs over several stamps, times and multiplicities, and
         // many more words than a chunk holds.
-        let mut queue = Queue::<[u32; 4]>::new();
+        let mut queue = Queue::<[u32; 4]>::default();
         let mut given = Vec::new();
         for i in 0..200_000u32 {
             let (subs, r) = (i / 50_000 % 2 == 0, i / 30_000);

@@ -21,8 +21,8 @@
 //! relation's facts in the order of that table's slots, so processing a round sweeps
 //! it front to back rather than at random.
 
-use super::types::{AHEAD, Mult, Row, prefetch};
-use std::hash::BuildHasher;
+use super::steps::hash_row;
+use super::types::{AHEAD, Mult, Row, fits, prefetch, slots_for};
 
 /// The first word of an empty slot: a count change no time reaches (the `distinct`
 /// refuses counts beyond 2^29, and sums stop short of this one).
@@ -32,7 +32,6 @@ const EMPTY: u32 = i32::MIN as u32;
 pub(crate) struct RoundTable<R> {
     /// Per relation id.
     parts: Vec<Part<R>>,
-    hasher: rustc_hash::FxBuildHasher,
 }
 
 /// One relation's changes.
@@ -47,26 +46,8 @@ struct Part<R> {
 
 impl<R> Default for RoundTable<R> {
     fn default() -> Self {
-        RoundTable {
-            parts: Vec::new(),
-            hasher: rustc_hash::FxBuildHasher,
-        }
+        RoundTable { parts: Vec::new() }
     }
-}
-
-/// Whether `n` facts fit in `cap` slots: at most three quarters full.
-#[inline]
-fn fits(n: usize, cap: usize) -> bool {
-    n * 4 <= cap * 3
-}
-
-/// The least number of slots (a power of two, at least 64) that `n` facts fit in.
-fn slots_for(n: usize) -> usize {
-    let mut cap = 64;
-    while !fits(n, cap) {
-        cap *= 2;
-    }
-    cap
 }
 
 /// An empty slot.
@@ -118,12 +99,6 @@ impl<R: Row> RoundTable<R> {
             as u64
     }
 
-    /// The hash of fact `f`, as the table of facts computes it.
-    #[inline]
-    fn hash(&self, f: &R) -> u64 {
-        self.hasher.hash_one(f)
-    }
-
     /// Add `d` to the change of `f`, whose hash is `hash`.
     #[inline]
     fn add_one(&mut self, f: &R, hash: u64, d: Mult) {
@@ -135,7 +110,6 @@ impl<R: Row> RoundTable<R> {
                 used: 0,
             });
         }
-        let hasher = self.hasher;
         let part = &mut self.parts[rel];
         if !fits(part.len + 1, part.slots.len()) {
             let cap = slots_for(part.len + 1).max(2 * part.slots.len());
@@ -143,7 +117,7 @@ impl<R: Row> RoundTable<R> {
             part.rehash(cap, |slot| {
                 let mut f = *slot;
                 f.as_mut()[0] = rel as u32;
-                hasher.hash_one(f)
+                hash_row(&f)
             });
         }
         let mask = part.slots.len() - 1;
@@ -173,12 +147,12 @@ impl<R: Row> RoundTable<R> {
         // prefetch, then for the update itself.
         let mut hashes = [0u64; AHEAD];
         for (h, (f, _, _)) in hashes.iter_mut().zip(updates) {
-            *h = self.hash(f);
+            *h = hash_row(f);
         }
         for (i, (f, _, d)) in updates.iter().enumerate() {
             let hash = hashes[i % AHEAD];
             if let Some((next, _, _)) = updates.get(i + AHEAD) {
-                let h = self.hash(next);
+                let h = hash_row(next);
                 hashes[i % AHEAD] = h;
                 if let Some(part) = self.parts.get(next.as_ref()[0] as usize)
                     && !part.slots.is_empty()
@@ -292,10 +266,7 @@ mod tests {
             .map(|i| ([2, i, i * i], 1))
             .collect::<Vec<_>>()));
         let mask = t.capacity() as u64 - 1;
-        let homes: Vec<u64> = t
-            .drain()
-            .map(|(f, _)| rustc_hash::FxBuildHasher.hash_one(f) & mask)
-            .collect();
+        let homes: Vec<u64> = t.drain().map(|(f, _)| hash_row(&f) & mask).collect();
         // Linear probing moves a fact a little past its home: the order is by home
         // except within runs of collisions (insertion order would give about n / 2).
         let inversions = homes.windows(2).filter(|w| w[0] > w[1]).count();

@@ -101,6 +101,22 @@ pub(crate) fn prefetch<T>(place: &T) {
     let _ = place;
 }
 
+/// Whether `n` entries fit in an open-addressing table of `cap` places: at most
+/// three quarters full (the `distinct`'s round tables and its facts' index).
+#[inline]
+pub(crate) fn fits(n: usize, cap: usize) -> bool {
+    n * 4 <= cap * 3
+}
+
+/// The least number of places (a power of two, at least 64) that `n` entries fit in.
+pub(crate) fn slots_for(n: usize) -> usize {
+    let mut cap = 64;
+    while !fits(n, cap) {
+        cap *= 2;
+    }
+    cap
+}
+
 /// How many words of `row` are in use: up to its last non-zero one (the rest of a row
 /// of the circuit's width is zero padding).
 #[inline]
