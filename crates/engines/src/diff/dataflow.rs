@@ -6,7 +6,7 @@
 
 use super::compile::{AGG, HEAD, LAST, LAST_PAT, LEVEL_SHIFT, NEG, TableEntry, Tables, agg_untag};
 use super::distinct::distinct;
-use super::entries::{INDEX, Use, pattern_entries};
+use super::entries::{INDEX, Use};
 use super::last_join::last_join;
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
 use super::mirror::{Part, lock};
@@ -33,7 +33,7 @@ use timely::worker::Worker;
 
 /// The worker-routing hash of a fact: its bucket. The `distinct` that makes the facts
 /// (base and derived) places them by it, so every update of one fact reaches the same
-/// worker and the index entries' history of that fact consolidates there.
+/// worker, whose table holds the fact's history.
 #[inline]
 fn fact_route<R: Row>(f: &R, buckets: u32) -> u64 {
     bucket(&f.as_ref()[1..], buckets) as u64
@@ -132,7 +132,10 @@ pub(crate) fn build<R: Row>(
             // Rules of level k start at round k << LEVEL_SHIFT: every lower level has
             // reached its fixpoint by then (stratified evaluation inside one loop).
             let seeds = rules.enter_at(inner, |&(level, _)| level << LEVEL_SHIFT);
-            let (variable, facts) = VecVariable::<Inner, R, Mult>::new(inner, Product::new(0, 1));
+            // The loop's variable carries the heads of a round to the `distinct` of the
+            // next, which makes that round's facts and meets them with the patterns.
+            let (variable, heads_before) =
+                VecVariable::<Inner, R, Mult>::new(inner, Product::new(0, 1));
 
             // The patterns in use: those of the live rules, as data; the first atom of a
             // direct rule with the rule's id.
@@ -151,11 +154,48 @@ pub(crate) fn build<R: Row>(
                 })
                 .distinct_core::<Mult>();
 
-            // Index entries, (pattern, bound values) -> free values, and the direct
-            // rules' substitutions past their first atom.
-            let (entries, direct, meter) =
-                pattern_entries(facts, patterns, tables.clone(), buckets);
-            meters.push(meter);
+            // The facts, `distinct(base ∪ heads)`, on their workers (placed by
+            // `fact_route`), met at once with the patterns in use: index entries,
+            // (pattern, bound values) -> free values, and the direct rules'
+            // substitutions past their first atom. The facts' changes leave the loop
+            // only when read outside it: in a cluster (gathered to worker 0), for a copy
+            // the worker's part keeps, or when the commit records them (see
+            // `mirror::Mode`). Otherwise the handle reads the tables, and the probe
+            // needs only the progress.
+            let part = mirror.clone();
+            let leaves = move || gather || {
+                let part = lock(&part);
+                part.applies() || part.mode.record
+            };
+            let observe = move |t: Inner, n: usize| {
+                // Changes of presence, for the limit of changes per commit (see
+                // `Limits::max_changes`), and the rounds seen per level.
+                changes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                let mut rounds = rounds2.borrow_mut();
+                let level = (t.inner >> LEVEL_SHIFT) as usize;
+                let round = t.inner & ((1 << LEVEL_SHIFT) - 1);
+                if rounds.len() <= level {
+                    rounds.resize(level + 1, 0);
+                }
+                rounds[level] = rounds[level].max(round + 1);
+            };
+            let (entries, direct, leaving, distinct_meters, table) = distinct(
+                heads_before,
+                base,
+                patterns,
+                tables.clone(),
+                buckets,
+                leaves,
+                observe,
+            );
+            meters.extend(distinct_meters);
+            // In one process, every change of a fact is made on the worker of its
+            // `distinct`, whose table is then the worker's share of the
+            // materialization: the handle reads it and keeps no copy. With several,
+            // the changes are gathered to worker 0, whose part keeps a copy.
+            if !gather {
+                lock(&mirror).share(table);
+            }
             // Entries of last atoms' patterns go to their own join (module `last_join`).
             let [index, negated_entries, last_entries] =
                 split(entries, "SplitEntries", |(k, _): &(R, R)| {
@@ -275,7 +315,6 @@ pub(crate) fn build<R: Row>(
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
-            // The `distinct` adds the heads up per (fact, time) as they come.
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.
@@ -326,39 +365,8 @@ pub(crate) fn build<R: Row>(
                     .inner
                     .exchange(move |u: &(R, Inner, Mult)| fact_route(&u.0, buckets)),
             );
-            // distinct, on the facts' workers (placed by `fact_route` above). Its changes
-            // leave the loop only when read outside it: in a cluster (gathered to
-            // worker 0), for a copy the worker's part keeps, or when the commit records
-            // them (see `mirror::Mode`). Otherwise the handle reads the tables, and the
-            // probe needs only the progress.
-            let part = mirror.clone();
-            let leaves = move || gather || {
-                let part = lock(&part);
-                part.applies() || part.mode.record
-            };
-            let observe = move |t: Inner, n: usize| {
-                // Changes of presence, for the limit of changes per commit (see
-                // `Limits::max_changes`), and the rounds seen per level.
-                changes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-                let mut rounds = rounds2.borrow_mut();
-                let level = (t.inner >> LEVEL_SHIFT) as usize;
-                let round = t.inner & ((1 << LEVEL_SHIFT) - 1);
-                if rounds.len() <= level {
-                    rounds.resize(level + 1, 0);
-                }
-                rounds[level] = rounds[level].max(round + 1);
-            };
-            let (looped, leaving, distinct_meters, table) =
-                distinct(derived.concat(aggregated), base, leaves, observe);
-            meters.extend(distinct_meters);
-            // In one process, every change of a fact is made on the worker of its
-            // `distinct`, whose table is then the worker's share of the
-            // materialization: the handle reads it and keeps no copy. With several,
-            // the changes are gathered to worker 0, whose part keeps a copy.
-            if !gather {
-                lock(&mirror).share(table);
-            }
-            variable.set(looped);
+            // The heads, added up by the `distinct` of the next round.
+            variable.set(derived.concat(aggregated));
             leaving.leave(scope)
         });
 

@@ -53,11 +53,13 @@
 //! channel, the queue): tc-gnp5000 peaked at 2.78 GB, 2.40 GB with the table here
 //! (see docs/benchmarks.md).
 
+use super::compile::Tables;
+use super::entries::{Patterns, SinkFns, Use};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
 use super::round::RoundTable;
 use super::steps::{Facts, Slot, Step, Steps, hash_row, presence};
-use super::types::{AHEAD, Inner, Mult, Row, hold_for_outputs, hold_only};
+use super::types::{AHEAD, Inner, Mult, Row, Sub, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -68,7 +70,9 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
 use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::vec::Broadcast as _;
 use timely::order::Product;
+use timely::progress::Antichain;
 
 /// A fact's history while it is worked on: its steps, sorted by round (stored
 /// compactly in [`Facts`] between updates).
@@ -279,6 +283,14 @@ impl<R: Row> Materialized<R> {
         }
     }
 
+    /// Call `f(fact, round, presence change)` on every change of a fact of relation
+    /// `rel` in the table (see [`Facts::for_each_change`]).
+    fn for_each_change(&self, rel: u32, f: &mut dyn FnMut(&R, u32, Mult)) {
+        if let Some(r) = self.relations.get(rel as usize) {
+            r.facts.for_each_change(|row, round, d| f(row, round, d));
+        }
+    }
+
     /// Free the memory of the waiting changes (none waits).
     fn release_waiting(&mut self) {
         for r in &mut self.relations {
@@ -339,29 +351,36 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// `distinct(input + base)`: every fact with a positive count, once. `input`'s updates
-/// (the heads) are added up per fact and time as they come; `base`'s (the base facts,
-/// at most one update per fact and time) are queued as they are. Every update of a fact
-/// must reach the same worker: the caller places them (the operator does not move
-/// them, which saves the circuit an exchange in every round).
+/// `distinct(input + base)`: every fact with a positive count, once, met at once with
+/// the patterns in use (module `entries`). `input`'s updates (the heads of the round
+/// before, through the loop's feedback) are added up per fact and time as they come;
+/// `base`'s (the base facts, at most one update per fact and time) are queued as they
+/// are. Every update of a fact must reach the same worker: the caller places them (the
+/// operator does not move them, which saves the circuit an exchange in every round).
+/// `patterns` are the patterns in use; every worker gets all of them.
 ///
-/// Two outputs, so that neither is a copy of the other (a stream read by two
-/// operators is copied for one of them): the changes for the loop, and the same
-/// changes for the outside, sent only while `leaves()` says something reads them there
-/// (asked once per activation). `observe(time, changes)` is told how many changes each
-/// processed time made, when it made any.
+/// Three outputs, so that none is a copy of another (a stream read by two operators is
+/// copied for one of them): the index entries of the facts' changes under the patterns
+/// in use, the direct rules' substitutions past their first atom, and the changes of
+/// the facts for the outside, sent only while `leaves()` says something reads them
+/// there (asked once per activation). `observe(time, changes)` is told how many changes
+/// each processed time made, when it made any.
 ///
-/// Also returns the meters of the operator's state (its table of facts, and the
-/// updates waiting for their time) and its table of facts, the worker's share of the
-/// materialization (see [`Materialized`]).
+/// Also returns the meters of the operator's state (its table of facts and the
+/// patterns, and the updates waiting for their time) and its table of facts, the
+/// worker's share of the materialization (see [`Materialized`]).
 #[allow(clippy::type_complexity)]
 pub(crate) fn distinct<'s, R: Row + Send>(
     input: VecCollection<'s, Inner, R, Mult>,
     base: VecCollection<'s, Inner, R, Mult>,
+    patterns: VecCollection<'s, Inner, Use, Mult>,
+    tables: Rc<Tables>,
+    buckets: u32,
     leaves: impl Fn() -> bool + 'static,
     mut observe: impl FnMut(Inner, usize) + 'static,
 ) -> (
-    VecCollection<'s, Inner, R, Mult>,
+    VecCollection<'s, Inner, (R, R), Mult>,
+    VecCollection<'s, Inner, (R, Sub<R>), Mult>,
     VecCollection<'s, Inner, R, Mult>,
     [Meter; 2],
     SharedTable<R>,
@@ -385,15 +404,24 @@ pub(crate) fn distinct<'s, R: Row + Send>(
     let mut builder = OperatorBuilder::new("Distinct".to_owned(), input.inner.scope());
     let mut input = builder.new_input(input.inner, Pipeline);
     let mut base = builder.new_input(base.inner, Pipeline);
-    let (looped, looped_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
+    // Every worker needs every pattern: its facts are a slice of all of them.
+    let mut patterns_in = builder.new_input(patterns.inner.broadcast(), Pipeline);
+    let (entries, entries_stream) = builder.new_output::<Vec<((R, R), Inner, Mult)>>();
+    let (direct, direct_stream) = builder.new_output::<Vec<((R, Sub<R>), Inner, Mult)>>();
     let (leaving, leaving_stream) = builder.new_output::<Vec<(R, Inner, Mult)>>();
-    let mut looped: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(looped);
+    let mut entries: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(entries);
+    let mut direct: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(direct);
     let mut leaving: OutputBuilder<_, CapacityContainerBuilder<_>> = OutputBuilder::from(leaving);
     builder.build(move |_capabilities| {
         // Capabilities for the pending times, one set per output.
-        let mut held = [CapabilitySet::new(), CapabilitySet::new()];
+        let mut held = [
+            CapabilitySet::new(),
+            CapabilitySet::new(),
+            CapabilitySet::new(),
+        ];
         move |frontiers| {
-            let mut looped = looped.activate();
+            let mut entries = entries.activate();
+            let mut direct = direct.activate();
             let mut leaving = leaving.activate();
             let leave = leaves();
             let mut state = state.borrow_mut();
@@ -403,8 +431,27 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 spare,
                 waiting,
                 last_epoch,
+                patterns,
             } = &mut *state;
             let mut table = lock_table(table);
+            // New patterns meet the facts' changes made so far, which the table holds;
+            // the changes made from now on meet them as they are made.
+            patterns_in.for_each(|cap, data| {
+                let mut entries = entries.session(&cap);
+                let mut direct = direct.session(&cap);
+                let mut sink = SinkFns(
+                    |e, t, d| entries.give((e, t, d)),
+                    |out: super::step::Emit<R>, t, d| {
+                        direct.give_iterator(out.map(|r| (r, t, d)));
+                    },
+                );
+                for (p, t, d) in data.drain(..) {
+                    let history = |rel, f: &mut dyn FnMut(&R, u32, Mult)| {
+                        table.for_each_change(rel, f);
+                    };
+                    patterns.add(p, t, d, buckets, &tables, history, &mut sink);
+                }
+            });
             input.for_each(|cap, data| {
                 hold_for_outputs(&mut held, &cap);
                 // Runs of one time each go at once to where that time's changes add
@@ -443,9 +490,10 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     at.extend(run.iter().map(|&(f, _, d)| (f, d)));
                 });
             });
-            // Every future input is at or after the least frontier element of the two
-            // inputs in lexicographic order.
-            let limit = frontiers
+            // Every future input of facts is at or after the least frontier element of
+            // the two inputs of facts in lexicographic order (the patterns' input does
+            // not hold a time back: a pattern meets the table when it comes).
+            let limit = frontiers[..2]
                 .iter()
                 .filter_map(|f| f.frontier().iter().map(|t| (t.outer, t.inner)).min())
                 .min();
@@ -469,9 +517,20 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 // rule goes) then emits nothing, where re-evaluating it first made
                 // it reappear and vanish again at this time.
                 let t = Product::new(epoch, round);
-                let caps = [held[0].delayed(&t), held[1].delayed(&t)];
-                let mut looped = looped.session(&caps[0]);
-                let mut leaving = leaving.session(&caps[1]);
+                let caps = [
+                    held[0].delayed(&t),
+                    held[1].delayed(&t),
+                    held[2].delayed(&t),
+                ];
+                let mut entries = entries.session(&caps[0]);
+                let mut direct = direct.session(&caps[1]);
+                let mut leaving = leaving.session(&caps[2]);
+                let mut sink = SinkFns(
+                    |e, t, d| entries.give((e, t, d)),
+                    |out: super::step::Emit<R>, t, d| {
+                        direct.give_iterator(out.map(|r| (r, t, d)));
+                    },
+                );
                 let mut changed = 0;
                 let waits = *waiting == Some(time);
                 if waits {
@@ -487,7 +546,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     |f, change, wrong| {
                         if change != 0 {
                             changed += 1;
-                            looped.give((f, t, change));
+                            patterns.meet(&f, t, change, buckets, &tables, &mut sink);
                             if leave {
                                 leaving.give((f, t, change));
                             }
@@ -521,6 +580,20 @@ pub(crate) fn distinct<'s, R: Row + Send>(
             if done {
                 table.shrink_if_sparse();
             }
+            // The patterns' updates add up once every later change of a fact is at or
+            // after the frontier: the pending times' and the inputs' of facts.
+            if patterns.would_compact() {
+                let mut frontier = Antichain::new();
+                for &(e, r) in pending.keys() {
+                    frontier.insert(Product::new(e, r));
+                }
+                for f in &frontiers[..2] {
+                    for t in f.frontier().iter() {
+                        frontier.insert(*t);
+                    }
+                }
+                patterns.maybe_compact(frontier.borrow(), &tables);
+            }
             // Once the commit's loop is over (every future input is of a later epoch),
             // the waiting changes' words go until the next commit needs them.
             if pending.is_empty() && limit.is_none_or(|(e, _)| e > *last_epoch) {
@@ -529,7 +602,8 @@ pub(crate) fn distinct<'s, R: Row + Send>(
         }
     });
     (
-        VecCollection::new(looped_stream),
+        VecCollection::new(entries_stream),
+        VecCollection::new(direct_stream),
         VecCollection::new(leaving_stream),
         [meter, pending_meter],
         table,
@@ -569,6 +643,8 @@ struct State<R> {
     waiting: Option<(u32, u32)>,
     /// The epoch of the last time processed.
     last_epoch: u32,
+    /// The patterns in use, which the facts' changes meet (module `entries`).
+    patterns: Patterns,
 }
 
 /// The updates of one time: the count changes, added up per fact as they arrive (a
@@ -592,12 +668,12 @@ impl<R> Default for Pending<R> {
 }
 
 impl<R: Row> State<R> {
-    /// Facts held, and the bytes of their table.
+    /// Facts held, and the bytes of their table (with the patterns in use).
     fn table_usage(&self) -> Usage {
         let table = lock_table(&self.table);
         Usage {
             records: table.len() as u64,
-            bytes: table.bytes(),
+            bytes: table.bytes() + self.patterns.usage().bytes,
         }
     }
 

@@ -69,10 +69,11 @@
 //! * **index**: for every fact and every pattern in use on its relation, the fact's
 //!   entry `(pattern, bound values) → free values` if it matches the pattern's
 //!   constants (arranged). One arrangement holds the entries of every pattern in use,
-//!   shared by all rules using a pattern. The entries come from one operator (module
-//!   `entries`) that is the join `F ⋈ patterns` on the relation: a new fact meets its
-//!   relation's patterns, a new pattern (a rule added) the history of its relation's
-//!   facts, which the operator keeps, compacted as the patterns' frontier advances. An
+//!   shared by all rules using a pattern. The entries come from the `distinct` that
+//!   makes `F` (below, and module `entries`), as the join `F ⋈ patterns` on the
+//!   relation: a fact's change meets its relation's patterns as the `distinct` makes
+//!   it, a new pattern (a rule added) the history of its relation's facts, which is
+//!   the `distinct`'s table of facts itself: the facts are not kept twice. An
 //!   atom with no bound column (`path(x, y)` as a first atom) is keyed by
 //!   `(pattern, bucket)`, the bucket a hash of the values (`8 × workers` buckets with
 //!   several workers), and a substitution waiting for it is replicated to every bucket,
@@ -88,7 +89,7 @@
 //!   slot per variable (dead variables zeroed). Seeds: every live rule's empty
 //!   substitution, run up to its first atom. A rule whose first atom is positive with
 //!   no bound column (`tc(x, y)` in `tc(x, z) :- tc(x, y), a(y, z)`) has no seed: the
-//!   entries operator, which meets each fact with the patterns in use, also meets it
+//!   `distinct`, which meets each fact with the patterns in use, also meets it
 //!   with such (pattern, rule) pairs and emits the substitution past the first atom
 //!   itself, from a second output. Joining a seed with an index of every matching
 //!   fact gave the same substitutions, at the price of that index (tc on 1,000 nodes
@@ -111,8 +112,14 @@
 //!   key at the later of the two rounds, then is stored. No sort, no merges, and one
 //!   hash lookup per substitution: tc over G(2000, 0.0025) 2.59 → 2.12 s, RhoDF over
 //!   LUBM(50) 4.9 → 3.5 s (see docs/benchmarks.md).
-//! * **facts**: `distinct(base ∪ heads)` is the next round's `F` (set semantics: a fact
-//!   with several derivations survives the loss of one of them). The heads go to
+//! * **facts**: `F` at round `r` is `distinct(base ∪ heads)`, the heads of the rounds
+//!   before `r` (set semantics: a fact with several derivations survives the loss of
+//!   one of them). The loop's variable carries the heads to the next round, where
+//!   the `distinct` makes the round's facts and meets each change at once with the
+//!   patterns in use (above): it was an operator after the loop's feedback, which
+//!   kept a history of the facts of its own and a round's facts until the round was
+//!   complete, a second copy of the table of facts and a round's facts again (tc over
+//!   G(5000, 0.001): 1.73 → 1.47 GB at the peak). The heads go to
 //!   their fact's worker, where the `distinct` adds a round's up per fact as they
 //!   come: a recursive rule derives most facts many times per round. A time's heads
 //!   add up in a table of their own (module `round`); a large time's, past 65,536
@@ -126,13 +133,13 @@
 //!   for the loop's times, whose epochs come one after another and whose rounds are
 //!   totally ordered: per fact, a short list of `(round, count change, presence
 //!   change)` steps in a hash table, every earlier epoch folded in; one hash lookup per
-//!   update, no sorting. The loop variable starts empty, so the base facts reach `F`
-//!   once, from the `distinct`, one round after they enter (a variable started from
-//!   the base facts would feed them back retracted and re-derived at round 1: churn for
-//!   every base fact).
+//!   update, no sorting. The base facts reach `F` once, from the `distinct`, at the
+//!   round they enter (a variable started from the base facts would feed them back
+//!   retracted and re-derived at round 1: churn for every base fact).
 //!
-//! The `distinct` has two outputs, one for the loop and one that leaves the scope, so
-//! that neither is a copy of the other (timely copies a stream for all but one of the
+//! The `distinct` has three outputs, the index entries, the direct rules'
+//! substitutions and the changes that leave the scope, so that none is a copy of
+//! another (timely copies a stream for all but one of the
 //! operators that read it; the substitutions of a stage, read by four, go through one
 //! operator that sends each to the one that needs it, for the same reason). The
 //! changes leave the loop only when something outside reads them: in a cluster, for
@@ -185,16 +192,14 @@
 //!
 //! [`Engine::memory`] reports every part below, measured (module `memory`); `run
 //! --stats`, a session's `size` and `serve`'s `/metrics` print it. Per fact of the
-//! materialization, on transitive closure (3.9M facts, 2 workers; 60 bytes a fact in
-//! all, 2.6 steps of history a fact on average):
+//! materialization, on transitive closure over G(5000, 0.001) (24.7M facts, 2 workers;
+//! 44 bytes a fact in all at rest, 61 at the peak):
 //!
 //! * the `distinct`'s tables, one per relation (module `steps`): a 4-byte slot number
 //!   in a hash table, the values cut to the words facts use (not the circuit's width;
-//!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes (34
-//!   bytes a fact);
-//! * the fact's history in the index entries' operator, for patterns added later:
-//!   its values up to the last non-zero one, flat, with a round and a multiplicity
-//!   per run of records (9);
+//!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes
+//!   (27.4 bytes a fact, the slack of the vectors' growth included). The same steps
+//!   are the facts' history that a pattern added later meets (module `entries`);
 //! * per join stage, the arrangement of the substitutions waiting there at an atom
 //!   that is not their rule's last; those at a last atom, per key in the last atoms'
 //!   join: the rule id, the slots up to the last non-zero one (the dead ones are zero,
@@ -210,13 +215,13 @@
 //! narrower than with `isize`, about 20% of the peak on transitive closure). Times are
 //! `(epoch, round)` pairs of `u32`. The peak, though, is transient, and at scale about
 //! one and a half times the state at rest: the head facts derived in one round wait,
-//! added up per fact, in the `distinct`'s hash table of the round until the round
-//! completes (head records are bare rows for that reason), a round's new substitutions wait in
-//! their arrangement's batcher, and the arrangements' merges hold both inputs until
-//! their output is complete. No stream is copied for the operators that read it (see
-//! above), no worker buffers its changes of a commit unless the caller asks for them,
-//! and the entries' history of a load that only adds facts is never sorted (nothing in
-//! it adds up; module `entries`). Inputs advance every commit and nothing
+//! added up per fact, in the `distinct`'s table until the round completes (head
+//! records are bare rows for that reason), a round's new substitutions wait in their
+//! arrangement's batcher or the last atoms' join's queue, the messages that carry a
+//! round's substitutions leave their buffers to the allocator, and the arrangements'
+//! merges hold both inputs until their output is complete. No stream is copied for
+//! the operators that read it (see above), and no worker buffers its changes of a
+//! commit unless the caller asks for them. Inputs advance every commit and nothing
 //! outside the dataflow holds back a trace (the meters' handles release their
 //! compaction), so arrangements compact as the frontier advances, also after rule
 //! changes; idle workers keep merging (`idle_merge_effort`), from 2 ms after a commit
@@ -232,14 +237,14 @@
 //! `lattice` as leaves under its operators:
 //!
 //! ```text
-//! mod.rs (the handle) ─→ runtime ─→ dataflow ─→ entries ─→ step ─→ compile
-//!                          │           │          │          └──→ types
-//!                          │           │          └──→ compile, types, memory
-//!                          │           ├──→ last_join ─→ step, compile, types, memory
-//!                          │           ├──→ distinct ─→ steps ─→ types
+//! mod.rs (the handle) ─→ runtime ─→ dataflow ─→ distinct ─→ entries ─→ step ─→ compile
+//!                          │           │          │          │          └──→ types
+//!                          │           │          │          └──→ compile, types, memory
+//!                          │           │          ├──→ steps ─→ types
 //!                          │           │          ├──→ round ─→ types
-//!                          │           │          └──→ types, memory
-//!                          │           └──→ step, compile, types, memory
+//!                          │           │          └──→ compile, types, memory, mirror
+//!                          │           ├──→ last_join ─→ step, compile, types, memory
+//!                          │           └──→ entries, step, compile, types, memory
 //!                          └──→ compile, types, memory, mirror, liveness, profile
 //! ```
 //!
@@ -255,9 +260,9 @@
 //!   (`Tables`), and their printed form (`explain`); imports no sibling.
 //! * `step`: one step of a substitution through a compiled rule, as the records a join
 //!   closure emits.
-//! * `distinct` (with its table of facts, `steps`, and of a round's heads, `round`),
-//!   `entries`, `last_join`: the hand-written
-//!   operators; `memory`: the meters of every part.
+//! * `distinct` (with its table of facts, `steps`, its table of a round's heads,
+//!   `round`, and the patterns in use its facts meet, `entries`), `last_join`: the
+//!   hand-written operators; `memory`: the meters of every part.
 //! * `dataflow`: only the wiring of the circuit out of those operators and
 //!   differential's joins and arrangements.
 //! * `runtime`: the worker threads (and processes) that run it; `liveness`, `profile`:

@@ -416,6 +416,26 @@ impl<R: Row> Facts<R> {
         }
     }
 
+    /// Call `f(fact, round, presence change)` on every step of every fact that changes
+    /// its presence: the table's history of the facts' changes, by round, every earlier
+    /// epoch folded in (module `entries` meets a new pattern with it).
+    pub(crate) fn for_each_change(&self, mut f: impl FnMut(&R, u32, i32)) {
+        let mut steps = Steps::new();
+        for i in 0..self.len() {
+            let slot = Slot(i as u32);
+            self.steps(slot, &mut steps);
+            if steps.iter().all(|s| s.output() == 0) {
+                continue;
+            }
+            let row = self.row(slot);
+            for s in &steps {
+                if s.output() != 0 {
+                    f(&row, s.round, s.output());
+                }
+            }
+        }
+    }
+
     /// Store `width` words per row (after the first) from now on (more than now).
     fn widen(&mut self, width: usize) {
         let (n, s) = (self.len(), self.stride);
@@ -783,6 +803,35 @@ mod tests {
         );
         let many: Vec<Step> = (0..6).map(|r| Step::new(r, 1, 0)).collect();
         assert!(Packed::encode(&many).is_none());
+    }
+
+    #[test]
+    fn the_changes_are_the_steps_that_change_presence() {
+        // What a new pattern meets: every presence change, by round, including those
+        // of a spilled history; a fact with none (a waiting fact, or one whose count
+        // changed without a change of presence) gives nothing.
+        let mut facts: Facts<[u32; 3]> = Facts::new(1);
+        facts.insert([1, 1, 2], &steps(&[(1, 1, 1)]));
+        facts.insert([1, 3, 0], &steps(&[(2, 1, 1), (4, 1, 0), (7, -2, -1)]));
+        facts.insert([1, 5, 5], &steps(&[(3, 2, 0)]));
+        facts.insert([1, 6, 6], &[]);
+        let long: Vec<(u32, Mult, Mult)> = (0..40)
+            .map(|i| {
+                (
+                    i * 3,
+                    if i % 2 == 0 { 1 } else { -1 },
+                    if i % 2 == 0 { 1 } else { -1 },
+                )
+            })
+            .collect();
+        facts.insert([1, 8, 8], &steps(&long));
+        let mut seen = Vec::new();
+        facts.for_each_change(|f, round, d| seen.push((*f, round, d)));
+        seen.sort();
+        let mut want = vec![([1, 1, 2], 1, 1), ([1, 3, 0], 2, 1), ([1, 3, 0], 7, -1)];
+        want.extend(long.iter().map(|&(r, _, o)| ([1, 8, 8], r, o)));
+        want.sort();
+        assert_eq!(seen, want);
     }
 
     #[test]
