@@ -20,9 +20,10 @@
 //!   placed by the fact (a table per time on the worker that derived them sent one
 //!   update per fact from each worker: tc on 1,000 nodes × 4,000 random edges, 2
 //!   workers, 14% longer). A time's heads add up in a table of their own (module
-//!   `round`); once it holds `MOVE_AT` facts, and no other time's changes do, they
-//!   move to the table of facts itself, as a change waiting beside each fact
-//!   ([`Facts::add_waiting`]), and so do the time's further heads. Both fetch each
+//!   `round`); once it holds `MOVE_AT` facts, and one of the table of facts' two lanes
+//!   is free, they move to the table of facts itself, as a change waiting beside each
+//!   fact in that lane ([`Facts::add_waiting`]), and so do the time's further heads.
+//!   Both fetch each
 //!   lookup's places ahead, so that the cache misses overlap. With only a table per
 //!   round, the largest round's table was held beside the table of facts: 201 MB per
 //!   worker on tc-gnp5000, whose peak fell from 2.10 to 1.74 GB when the changes
@@ -32,7 +33,9 @@
 //!   future input is of a lexicographically later time (no frontier element is
 //!   lexicographically at or below it);
 //! * processing `(e, r)` adds each input change to its fact's steps (the waiting
-//!   changes slot by slot, the others with one hash lookup each),
+//!   changes slot by slot, `WAITING_FUEL` of them per activation, so that the joins
+//!   take what each part sends before the next, while the next time's heads wait in
+//!   the other lane; the others with one hash lookup each),
 //!   emits at `(e, r)` the change that makes the presence at `r` equal to
 //!   `[count > 0]`, and finds the first later step at which the presence would be wrong
 //!   with what is known now; the fact is evaluated again at that round of the same
@@ -58,7 +61,7 @@ use super::entries::{Patterns, SinkFns, Use};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
 use super::round::RoundTable;
-use super::steps::{Facts, Slot, Step, Steps, hash_row, presence};
+use super::steps::{Facts, LANES, Slot, Step, Steps, hash_row, presence};
 use super::types::{AHEAD, Inner, Mult, Row, Sub, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use std::cell::RefCell;
@@ -125,42 +128,56 @@ impl History {
     }
 }
 
-/// Process the updates of one time at `round`: first the changes waiting in the table
-/// of facts if this time is the one they wait for (`waiting`), then the other changes
-/// (`(fact, count change)`, a zero change skipped; a fact changed twice is evaluated
-/// after each change, and what it emits adds up to the right change), then the
-/// re-evaluations `again` (see `distinct`). For each, `emit(fact, presence change,
-/// later round to evaluate again)`. Keeps the count of present facts per relation
-/// (see [`Materialized`]).
+/// Process at most `budget` of the changes waiting in `lane` of the table of facts for
+/// the time at `round` (see [`Facts::add_waiting`]), before the time's other updates
+/// ([`process`]); whether none is left. For each, `emit` as in [`process`].
+fn process_waiting<R: Row>(
+    table: &mut Materialized<R>,
+    lane: usize,
+    budget: usize,
+    round: u32,
+    emit: &mut impl FnMut(R, Mult, Option<u32>),
+) -> bool {
+    let mut history = History::default();
+    let mut n = 0;
+    // Slot by slot from the last: the table's rows, steps and changes are read front
+    // to back (in reverse), not at random.
+    for relation in &mut table.relations {
+        let mut cursor = relation.facts.waiting_cursor(lane);
+        while n < budget
+            && let Some((slot, d)) = relation.facts.pop_waiting(lane, &mut cursor)
+        {
+            n += 1;
+            if d == 0 {
+                // Changes that added up to nothing, as if none came: a fact stored
+                // for them alone is forgotten (unless the other lane's time has one).
+                relation.facts.steps(slot, &mut history.steps);
+                if history.steps.is_empty() && !relation.facts.waiting_at(slot) {
+                    relation.facts.remove(slot);
+                }
+                continue;
+            }
+            let f = relation.facts.row(slot);
+            update(relation, Some(slot), f, d, round, &mut history, emit);
+        }
+    }
+    table.relations.iter().all(|r| !r.facts.has_waiting(lane))
+}
+
+/// Process the updates of one time at `round` (after its waiting changes, see
+/// [`process_waiting`]): the changes (`(fact, count change)`, a zero change skipped; a
+/// fact changed twice is evaluated after each change, and what it emits adds up to
+/// the right change), then the re-evaluations `again` (see `distinct`). For each,
+/// `emit(fact, presence change, later round to evaluate again)`. Keeps the count of
+/// present facts per relation (see [`Materialized`]).
 fn process<R: Row>(
     table: &mut Materialized<R>,
-    waiting: bool,
     changes: impl IntoIterator<Item = (R, Mult)>,
     again: impl IntoIterator<Item = R>,
     round: u32,
     mut emit: impl FnMut(R, Mult, Option<u32>),
 ) {
     let mut history = History::default();
-    if waiting {
-        // Slot by slot from the last: the table's rows, steps and changes are read
-        // front to back (in reverse), not at random.
-        for relation in &mut table.relations {
-            let mut cursor = relation.facts.waiting_cursor();
-            while let Some((slot, d)) = relation.facts.pop_waiting(&mut cursor) {
-                if d == 0 {
-                    // Changes that added up to nothing, as if none came: a fact stored
-                    // for them alone is forgotten.
-                    relation.facts.steps(slot, &mut history.steps);
-                    if history.steps.is_empty() {
-                        relation.facts.remove(slot);
-                    }
-                    continue;
-                }
-                let f = relation.facts.row(slot);
-                update(relation, Some(slot), f, d, round, &mut history, &mut emit);
-            }
-        }
-    }
     let changes = changes.into_iter().filter(|u| u.1 != 0);
     let reevaluations = again.into_iter().map(|f| (f, 0));
     for (f, d) in changes.chain(reevaluations) {
@@ -253,11 +270,12 @@ impl<R: Row> Materialized<R> {
         }
     }
 
-    /// Add each head's change to its fact's waiting change ([`Facts::add_waiting`]).
+    /// Add each head's change to its fact's change waiting in `lane`
+    /// ([`Facts::add_waiting`]).
     /// The place of each head in its relation's index is fetched `AHEAD` heads before
     /// it is worked on, and its row half as many before, so that the cache misses of
     /// the lookups overlap (as in module `round`).
-    fn add_waiting<T>(&mut self, heads: &[(R, T, Mult)]) {
+    fn add_waiting<T>(&mut self, lane: usize, heads: &[(R, T, Mult)]) {
         // The hashes of the next `AHEAD` heads, each computed once.
         let mut hashes = [0u64; AHEAD];
         for (h, (f, _, _)) in hashes.iter_mut().zip(heads) {
@@ -275,10 +293,12 @@ impl<R: Row> Materialized<R> {
             if let Some((mid, _, _)) = heads.get(i + AHEAD / 2)
                 && let Some(r) = self.relations.get(mid.as_ref()[0] as usize)
             {
-                r.facts.prefetch_row(hashes[(i + AHEAD / 2) % AHEAD]);
+                r.facts.prefetch_row(lane, hashes[(i + AHEAD / 2) % AHEAD]);
             }
             if d != 0 {
-                self.relation(f.as_ref()[0]).facts.add_waiting(&f, hash, d);
+                self.relation(f.as_ref()[0])
+                    .facts
+                    .add_waiting(lane, &f, hash, d);
             }
         }
     }
@@ -352,7 +372,8 @@ fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// `distinct(input + base)`: every fact with a positive count, once, met at once with
-/// the patterns in use (module `entries`). `input`'s updates (the heads of the round
+/// the patterns in use (module `entries`): the facts are not sent anywhere, only their
+/// records under the patterns. `input`'s updates (the heads of the round
 /// before, through the loop's feedback) are added up per fact and time as they come;
 /// `base`'s (the base facts, at most one update per fact and time) are queued as they
 /// are. Every update of a fact must reach the same worker: the caller places them (the
@@ -393,6 +414,13 @@ pub(crate) fn distinct<'s, R: Row + Send>(
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(MOVE_AT);
+    // `DYNALOG_WAITING_FUEL` sets the waiting changes processed per activation, for
+    // tests: at 1, a waiting time takes an activation per change.
+    let fuel = std::env::var("DYNALOG_WAITING_FUEL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&f: &usize| f > 0)
+        .unwrap_or(WAITING_FUEL);
     let shared = state.clone();
     let meter = Meter::new("distinct (facts, round histories)", move || {
         shared.borrow().table_usage()
@@ -402,6 +430,10 @@ pub(crate) fn distinct<'s, R: Row + Send>(
         shared.borrow().pending_usage()
     });
     let mut builder = OperatorBuilder::new("Distinct".to_owned(), input.inner.scope());
+    let activator = input
+        .inner
+        .scope()
+        .activator_for(builder.operator_info().address);
     let mut input = builder.new_input(input.inner, Pipeline);
     let mut base = builder.new_input(base.inner, Pipeline);
     // Every worker needs every pattern: its facts are a slice of all of them.
@@ -429,7 +461,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 table,
                 pending,
                 spare,
-                waiting,
+                lanes,
                 last_epoch,
                 patterns,
             } = &mut *state;
@@ -458,9 +490,9 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 // up (which fetches ahead).
                 for_each_run(data, |t, run| {
                     let at = pending.entry(t).or_default();
-                    if *waiting == Some(t) {
-                        // The time whose changes wait in the table of facts.
-                        table.add_waiting(run);
+                    if let Some(lane) = lanes.iter().position(|l| *l == Some(t)) {
+                        // A time whose changes wait in the table of facts.
+                        table.add_waiting(lane, run);
                         return;
                     }
                     // A time first made for a re-evaluation has no table yet.
@@ -473,11 +505,13 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     // A large time's changes move to the table of facts, and the rest
                     // of its heads go there: a small one (an update) stays here, where
                     // it costs nothing per fact of the table.
-                    if waiting.is_none() && at.changes.len() >= move_at {
-                        *waiting = Some(t);
+                    if at.changes.len() >= move_at
+                        && let Some(lane) = lanes.iter().position(Option::is_none)
+                    {
+                        lanes[lane] = Some(t);
                         let moved: Vec<(R, (), Mult)> =
                             at.changes.drain().map(|(f, d)| (f, (), d)).collect();
-                        table.add_waiting(&moved);
+                        table.add_waiting(lane, &moved);
                     }
                 });
             });
@@ -532,32 +566,55 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     },
                 );
                 let mut changed = 0;
-                let waits = *waiting == Some(time);
-                if waits {
-                    *waiting = None;
-                }
+                let lane = lanes.iter().position(|l| *l == Some(time));
                 *last_epoch = epoch;
-                process(
-                    &mut table,
-                    waits,
-                    changes.drain().chain(base),
-                    again,
-                    round,
-                    |f, change, wrong| {
-                        if change != 0 {
-                            changed += 1;
-                            patterns.meet(&f, t, change, buckets, &tables, &mut sink);
-                            if leave {
-                                leaving.give((f, t, change));
-                            }
+                let mut emit = |f, change, wrong| {
+                    if change != 0 {
+                        changed += 1;
+                        patterns.meet(&f, t, change, buckets, &tables, &mut sink);
+                        if leave {
+                            leaving.give((f, t, change));
                         }
-                        if let Some(later) = wrong {
-                            pending.entry((epoch, later)).or_default().again.push(f);
-                        }
-                    },
-                );
+                    }
+                    if let Some(later) = wrong {
+                        pending.entry((epoch, later)).or_default().again.push(f);
+                    }
+                };
+                // A waiting time's changes go a part at a time (see `WAITING_FUEL`).
+                let finished = lane
+                    .is_none_or(|lane| process_waiting(&mut table, lane, fuel, round, &mut emit));
+                let unfinished = if finished {
+                    process(
+                        &mut table,
+                        changes.drain().chain(base),
+                        again,
+                        round,
+                        &mut emit,
+                    );
+                    None
+                } else {
+                    Some((base, again))
+                };
                 if changed > 0 {
                     observe(t, changed);
+                }
+                if let Some((base, again)) = unfinished {
+                    // The rest at the next activation, once the operators that read
+                    // this one's outputs have taken what it sent; the next time's
+                    // heads meanwhile wait in the other lane.
+                    pending.insert(
+                        time,
+                        Pending {
+                            changes,
+                            base,
+                            again,
+                        },
+                    );
+                    activator.activate();
+                    break;
+                }
+                if let Some(lane) = lane {
+                    lanes[lane] = None;
                 }
                 // Keep the table for the next time, no larger than about twice
                 // what this one needed.
@@ -614,6 +671,15 @@ pub(crate) fn distinct<'s, R: Row + Send>(
 /// facts (see `distinct`).
 const MOVE_AT: usize = 1 << 16;
 
+/// The waiting changes processed per activation, at most. Each change of presence
+/// sends its fact's records under the patterns in use to the joins (for transitive
+/// closure, a substitution of 40 bytes to the last atoms' join): a large round's all
+/// at once waited in the channels until the joins ran, a part at a time they are
+/// taken (and packed) in between. The next time's heads, which come meanwhile, wait
+/// in the table of facts' other lane (in a table of their own, tc-gnp5000 peaked
+/// 300 MB higher).
+const WAITING_FUEL: usize = 1 << 20;
+
 /// Call `f` on each run of `data`'s updates that share a time (one lookup of the
 /// time's pending updates per run, not per update), then empty `data`.
 fn for_each_run<R>(
@@ -637,10 +703,10 @@ struct State<R> {
     /// An emptied table of changes, kept for the next time: a round's table would
     /// otherwise grow from nothing, rehashing as it doubles, every round.
     spare: Option<RoundTable<R>>,
-    /// The time whose changes wait in the table of facts, if any: the first whose
-    /// round table reaches `MOVE_AT` facts once the previous one is processed (in a
-    /// load, every large round). The heads of other times add up in round tables.
-    waiting: Option<(u32, u32)>,
+    /// The times whose changes wait in the table of facts, a lane each: a time whose
+    /// round table reaches `MOVE_AT` facts while a lane is free (in a load, every large
+    /// round). The heads of other times add up in round tables.
+    lanes: [Option<(u32, u32)>; LANES],
     /// The epoch of the last time processed.
     last_epoch: u32,
     /// The patterns in use, which the facts' changes meet (module `entries`).
@@ -761,17 +827,20 @@ mod tests {
         let run = |waiting: bool| {
             let mut table = Materialized::<[u32; 3]>::default();
             // A fact present from round 1, lost at round 3 by the list of changes.
-            process(&mut table, false, [([1, 5, 5], 1)], [], 1, |_, _, _| {});
+            process(&mut table, [([1, 5, 5], 1)], [], 1, |_, _, _| {});
             let mut out = Vec::new();
             let mut changes: Vec<([u32; 3], Mult)> = vec![([1, 5, 5], -1)];
             if waiting {
-                table.add_waiting(&heads);
+                table.add_waiting(0, &heads);
             } else {
                 changes.extend(heads.iter().map(|&(f, _, d)| (f, d)));
             }
-            process(&mut table, waiting, changes, [], 3, |f, c, w| {
-                out.push((f, c, w))
-            });
+            let mut emit = |f, c, w| out.push((f, c, w));
+            if waiting {
+                // A change at a time: the same as all at once.
+                while !process_waiting(&mut table, 0, 1, 3, &mut emit) {}
+            }
+            process(&mut table, changes, [], 3, &mut emit);
             out.sort();
             table.release_waiting();
             let facts: Vec<usize> = table.relations.iter().map(|r| r.facts.len()).collect();
@@ -803,6 +872,27 @@ mod tests {
     }
 
     #[test]
+    fn a_fact_waiting_in_the_other_lane_is_kept() {
+        // A fact whose changes of one time add up to nothing is forgotten, unless the
+        // next time, in the other lane, has a change for it.
+        let mut table = Materialized::<[u32; 3]>::default();
+        let t = Product::new(0, 3);
+        table.add_waiting(
+            0,
+            &[([1, 7, 7], t, 1), ([1, 7, 7], t, -1), ([1, 8, 8], t, 1)],
+        );
+        table.add_waiting(1, &[([1, 7, 7], Product::new(0, 4), 1)]);
+        let mut out = Vec::new();
+        let mut emit = |f, c, w| out.push((f, c, w));
+        assert!(process_waiting(&mut table, 0, usize::MAX, 3, &mut emit));
+        assert!(process_waiting(&mut table, 1, usize::MAX, 4, &mut emit));
+        out.sort();
+        assert_eq!(out, vec![([1, 7, 7], 1, None), ([1, 8, 8], 1, None)]);
+        table.release_waiting();
+        assert_eq!(table.len(), 2);
+    }
+
+    #[test]
     fn the_table_answers_as_the_materialization() {
         // Relation 1 is ternary; relation 2 unary. Facts are stored up to their last
         // non-zero word, so (1, 4, 0) is stored as [1, 1, 4] until a wider fact comes.
@@ -815,19 +905,13 @@ mod tests {
                 ([2, 9, 0, 0, 0, 0, 0, 0], 2),
                 ([1, 2, 0, 0, 0, 0, 0, 0], 1),
             ];
-            process(&mut t, false, updates, [], 1, |_, c, _| emitted += c);
+            process(&mut t, updates, [], 1, |_, c, _| emitted += c);
             // Derived at round 3 and lost at round 5: in the table, not present.
+            process(&mut t, [([1, 7, 7, 7, 0, 0, 0, 0], 1)], [], 3, |_, c, _| {
+                emitted += c
+            });
             process(
                 &mut t,
-                false,
-                [([1, 7, 7, 7, 0, 0, 0, 0], 1)],
-                [],
-                3,
-                |_, c, _| emitted += c,
-            );
-            process(
-                &mut t,
-                false,
                 [([1, 7, 7, 7, 0, 0, 0, 0], -1)],
                 [],
                 5,
@@ -837,14 +921,7 @@ mod tests {
         assert_eq!(emitted, 3);
         // The row of zeros (relation 0, values 0) is stored in no words at all.
         let zeros: Mutex<Materialized<[u32; 8]>> = Mutex::default();
-        process(
-            &mut lock_table(&zeros),
-            false,
-            [([0; 8], 1)],
-            [],
-            1,
-            |_, _, _| {},
-        );
+        process(&mut lock_table(&zeros), [([0; 8], 1)], [], 1, |_, _, _| {});
         let mut got = Vec::new();
         zeros.for_each(0, 2, &mut |t| got.push(t.to_vec()));
         assert_eq!(got, vec![vec![0, 0]]);
@@ -869,7 +946,6 @@ mod tests {
         // come out at their arity, the unary ones at theirs.
         process(
             &mut lock_table(&table),
-            false,
             [([3, 1, 2, 3, 4, 5, 0, 0], 1)],
             [],
             6,
@@ -881,7 +957,6 @@ mod tests {
         // Retracting a fact's support takes it out.
         process(
             &mut lock_table(&table),
-            false,
             [([2, 9, 0, 0, 0, 0, 0, 0], -2)],
             [],
             1,
@@ -903,16 +978,12 @@ mod tests {
             .insert(f, &history(&[(1, 5, 1), (2, 1, 0)]).steps);
         relation.present = 1;
         let mut out = Vec::new();
-        process(&mut table, false, [(f, -5)], [], 1, |f, c, w| {
-            out.push((f, c, w))
-        });
+        process(&mut table, [(f, -5)], [], 1, |f, c, w| out.push((f, c, w)));
         // Absent from round 1, but the count says present at 2: look again there.
         assert_eq!(out, vec![(f, -1, Some(2))]);
         out.clear();
         // At round 2 the re-evaluation was queued before the change that makes it moot.
-        process(&mut table, false, [(f, -1)], [f], 2, |f, c, w| {
-            out.push((f, c, w))
-        });
+        process(&mut table, [(f, -1)], [f], 2, |f, c, w| out.push((f, c, w)));
         assert_eq!(out, vec![], "no +1 and -1 at round 2");
         assert_eq!(table.len(), 0);
         assert_eq!(table.relation(0).present, 0);

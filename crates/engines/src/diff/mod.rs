@@ -124,7 +124,9 @@
 //!   come: a recursive rule derives most facts many times per round. A time's heads
 //!   add up in a table of their own (module `round`); a large time's, past 65,536
 //!   facts, move on to the table of facts, as a change waiting beside each fact until
-//!   the time is processed. Both take a batch of heads at once and fetch the places of
+//!   the time is processed (a byte a fact, in one of two lanes: the time being
+//!   processed, 2^20 changes per activation so that the joins take each part's records
+//!   before the next is sent, and the next time, whose heads come meanwhile). Both take a batch of heads at once and fetch the places of
 //!   the head sixteen places ahead while they add the current one, so the cache
 //!   misses of a large round overlap (tc over G(5000, 0.001): 15.2 → 12.9 s), and
 //!   since no second table holds the round, its peak fell from 2.10 to 1.74 GB.

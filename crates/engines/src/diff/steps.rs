@@ -233,18 +233,130 @@ pub(crate) struct Facts<R> {
     free: Vec<u32>,
     /// The allocated bytes of the vectors of `spill`.
     spill_bytes: u64,
-    /// While a time's changes wait here: the change of each slot (`waiting[i]` for
-    /// slot `i`), and which slots have one (a bit each). Empty otherwise. A change is
-    /// one byte: one outside ±127 is [`OVER`] here and waits in `over` instead (most
-    /// facts are derived a few times in a round; a byte a fact, where a word was,
-    /// took 33 MB per worker off tc-gnp5000's peak).
+    /// The changes of up to [`LANES`] times waiting here, a lane each.
+    lanes: [Lane; LANES],
+    row_type: std::marker::PhantomData<R>,
+}
+
+/// How many times' changes can wait in a table of facts at once: the time being
+/// processed, a part at a time, and the next one, whose heads come meanwhile.
+pub(crate) const LANES: usize = 2;
+
+/// One time's changes waiting in a table of facts: the change of each slot
+/// (`waiting[i]` for slot `i`), and which slots have one (a bit each). Empty when no
+/// time uses the lane. A change is one byte: one outside ±127 is [`OVER`] here and
+/// waits in `over` instead (most facts are derived a few times in a round; a byte a
+/// fact, where a word was, took 33 MB per worker off tc-gnp5000's largest round).
+#[derive(Default)]
+struct Lane {
     waiting: Vec<i8>,
     over: rustc_hash::FxHashMap<u32, Mult>,
     touched: Vec<u64>,
     /// Slots with a waiting change; whether `waiting` and `touched` are in use.
-    touched_count: usize,
-    waits: bool,
-    row_type: std::marker::PhantomData<R>,
+    count: usize,
+    active: bool,
+}
+
+impl Lane {
+    fn is_touched(&self, i: usize) -> bool {
+        self.touched
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// A slot was added at the end of the table (of `len` slots now).
+    fn push(&mut self, len: usize) {
+        if self.active {
+            reserve_quarter(&mut self.waiting, 1);
+            self.waiting.push(0);
+            if self.touched.len() * 64 < len {
+                self.touched.push(0);
+            }
+        }
+    }
+
+    /// Slot `last`'s change moves to slot `id` (whose has none), as its fact does.
+    fn swap_remove(&mut self, id: u32, last: u32) {
+        if self.active {
+            self.waiting.swap_remove(id as usize);
+            if let Some(d) = self.over.remove(&last) {
+                self.over.insert(id, d);
+            }
+            if self.is_touched(last as usize) {
+                self.touched[last as usize / 64] &= !(1 << (last % 64));
+                self.touched[id as usize / 64] |= 1 << (id % 64);
+            }
+        }
+    }
+
+    /// Add `d` to the change of `slot` (of a table of `len` slots).
+    fn add(&mut self, slot: usize, d: Mult, len: usize) {
+        if !self.active {
+            self.active = true;
+            self.waiting = vec![0; len];
+            self.touched = vec![0; len.div_ceil(64)];
+        }
+        let w = &mut self.waiting[slot];
+        if *w == OVER {
+            let big = self.over.entry(slot as u32).or_insert(0);
+            *big = big.saturating_add(d);
+        } else {
+            let sum = Mult::from(*w).saturating_add(d);
+            match i8::try_from(sum) {
+                Ok(small) if small != OVER => *w = small,
+                _ => {
+                    *w = OVER;
+                    self.over.insert(slot as u32, sum);
+                }
+            }
+        }
+        let word = &mut self.touched[slot / 64];
+        if *word & (1 << (slot % 64)) == 0 {
+            *word |= 1 << (slot % 64);
+            self.count += 1;
+        }
+    }
+
+    /// See [`Facts::pop_waiting`].
+    fn pop(&mut self, cursor: &mut usize) -> Option<(Slot, Mult)> {
+        while *cursor > 0 {
+            let w = *cursor - 1;
+            let word = self.touched[w];
+            if word == 0 {
+                *cursor = w;
+                continue;
+            }
+            let bit = 63 - word.leading_zeros() as usize;
+            self.touched[w] &= !(1 << bit);
+            self.count -= 1;
+            let slot = w * 64 + bit;
+            let d = match std::mem::take(&mut self.waiting[slot]) {
+                OVER => self.over.remove(&(slot as u32)).unwrap_or(0),
+                small => Mult::from(small),
+            };
+            return Some((Slot(slot as u32), d));
+        }
+        None
+    }
+
+    /// Free the lane's memory if no change waits in it.
+    fn release(&mut self) {
+        if self.active && self.count == 0 {
+            *self = Lane::default();
+        }
+    }
+
+    fn shrink(&mut self, len: usize) {
+        self.waiting.shrink_to_fit();
+        self.touched.truncate(len.div_ceil(64));
+        self.touched.shrink_to_fit();
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.waiting.capacity()
+            + self.over.capacity() * std::mem::size_of::<(u32, Mult)>()
+            + self.touched.capacity() * std::mem::size_of::<u64>()) as u64
+    }
 }
 
 /// An empty place of [`Facts`]'s index.
@@ -374,9 +486,10 @@ impl<R: Row> Facts<R> {
 
     /// Ask for the row and the waiting change of the first slot on the probe sequence
     /// of `hash` whose place holds the hash's top bits (the places were fetched by
-    /// [`Facts::prefetch_index`] a few lookups before): most lookups end there.
+    /// [`Facts::prefetch_index`] a few lookups before): most lookups end there. The
+    /// change is `lane`'s.
     #[inline]
-    pub(crate) fn prefetch_row(&self, hash: u64) {
+    pub(crate) fn prefetch_row(&self, lane: usize, hash: u64) {
         if self.index.is_empty() {
             return;
         }
@@ -393,7 +506,7 @@ impl<R: Row> Facts<R> {
                 if let Some(word) = self.rows.get(id * self.stride) {
                     prefetch(word);
                 }
-                if let Some(w) = self.waiting.get(id) {
+                if let Some(w) = self.lanes[lane].waiting.get(id) {
                     prefetch(w);
                 }
                 return;
@@ -593,12 +706,9 @@ impl<R: Row> Facts<R> {
         reserve_quarter(&mut self.steps, 1);
         self.rows.extend_from_slice(&f.as_ref()[1..=s]);
         self.steps.push(packed);
-        if self.waits {
-            reserve_quarter(&mut self.waiting, 1);
-            self.waiting.push(0);
-            if self.touched.len() * 64 < self.len() {
-                self.touched.push(0);
-            }
+        let len = self.len();
+        for lane in &mut self.lanes {
+            lane.push(len);
         }
         if !fits(self.len(), self.index.len()) {
             self.rebuild((2 * self.index.len()).max(64));
@@ -624,15 +734,8 @@ impl<R: Row> Facts<R> {
         self.rows.copy_within(end..end + s, at);
         self.rows.truncate(end);
         self.steps.swap_remove(id as usize);
-        if self.waits {
-            self.waiting.swap_remove(id as usize);
-            if let Some(d) = self.over.remove(&last) {
-                self.over.insert(id, d);
-            }
-            if self.is_touched(last as usize) {
-                self.touched[last as usize / 64] &= !(1 << (last % 64));
-                self.touched[id as usize / 64] |= 1 << (id % 64);
-            }
+        for lane in &mut self.lanes {
+            lane.swap_remove(id, last);
         }
         if id != last {
             let p = self.place_of(self.hash_of(id as usize), last);
@@ -640,12 +743,10 @@ impl<R: Row> Facts<R> {
         }
     }
 
-    /// Whether slot `i` has a waiting change.
+    /// Whether slot `i` has a waiting change, in any lane.
     #[inline]
     fn is_touched(&self, i: usize) -> bool {
-        self.touched
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.lanes.iter().any(|l| l.is_touched(i))
     }
 
     /// Whether the fact of `slot` has a waiting change (and must not be forgotten
@@ -654,77 +755,40 @@ impl<R: Row> Facts<R> {
         self.is_touched(slot.0 as usize)
     }
 
-    /// Add `d` to the waiting change of `f`, whose hash is `hash`, storing `f` with no
-    /// steps if it is new. The `distinct` takes one time's head facts this way, and
-    /// the changes wait here (a byte per fact) until it processes that time
-    /// ([`Facts::pop_waiting`]).
-    pub(crate) fn add_waiting(&mut self, f: &R, hash: u64, d: Mult) {
+    /// Add `d` to the change of `f` waiting in `lane`, where `f`'s hash is `hash`,
+    /// storing `f` with no steps if it is new. The `distinct` takes one time's head
+    /// facts this way, and the changes wait here (a byte per fact) until it processes
+    /// that time ([`Facts::pop_waiting`]).
+    pub(crate) fn add_waiting(&mut self, lane: usize, f: &R, hash: u64, d: Mult) {
         let slot = match self.find_hashed(f, hash) {
             Some(slot) => slot.0 as usize,
             None => self.insert_hashed(*f, hash, &[]).0 as usize,
         };
-        if !self.waits {
-            self.waits = true;
-            self.waiting = vec![0; self.len()];
-            self.touched = vec![0; self.len().div_ceil(64)];
-        }
-        let w = &mut self.waiting[slot];
-        if *w == OVER {
-            let big = self.over.entry(slot as u32).or_insert(0);
-            *big = big.saturating_add(d);
-        } else {
-            let sum = Mult::from(*w).saturating_add(d);
-            match i8::try_from(sum) {
-                Ok(small) if small != OVER => *w = small,
-                _ => {
-                    *w = OVER;
-                    self.over.insert(slot as u32, sum);
-                }
-            }
-        }
-        let word = &mut self.touched[slot / 64];
-        if *word & (1 << (slot % 64)) == 0 {
-            *word |= 1 << (slot % 64);
-            self.touched_count += 1;
-        }
+        let len = self.len();
+        self.lanes[lane].add(slot, d, len);
+    }
+
+    /// Whether some fact has a change waiting in `lane`.
+    pub(crate) fn has_waiting(&self, lane: usize) -> bool {
+        self.lanes[lane].count > 0
     }
 
     /// Where [`Facts::pop_waiting`] starts.
-    pub(crate) fn waiting_cursor(&self) -> usize {
-        self.touched.len()
+    pub(crate) fn waiting_cursor(&self, lane: usize) -> usize {
+        self.lanes[lane].touched.len()
     }
 
-    /// Take the waiting change of the highest slot below `cursor`'s word that has one
-    /// (the cursor moves down). From the top: a fact forgotten while they are taken
-    /// gets the last slot's fact, whose change was taken already.
-    pub(crate) fn pop_waiting(&mut self, cursor: &mut usize) -> Option<(Slot, Mult)> {
-        while *cursor > 0 {
-            let w = *cursor - 1;
-            let word = self.touched[w];
-            if word == 0 {
-                *cursor = w;
-                continue;
-            }
-            let bit = 63 - word.leading_zeros() as usize;
-            self.touched[w] &= !(1 << bit);
-            self.touched_count -= 1;
-            let slot = w * 64 + bit;
-            let d = match std::mem::take(&mut self.waiting[slot]) {
-                OVER => self.over.remove(&(slot as u32)).unwrap_or(0),
-                small => Mult::from(small),
-            };
-            return Some((Slot(slot as u32), d));
-        }
-        None
+    /// Take the change waiting in `lane` of the highest slot below `cursor`'s word
+    /// that has one (the cursor moves down). From the top: a fact forgotten while they
+    /// are taken gets the last slot's fact, whose change was taken already.
+    pub(crate) fn pop_waiting(&mut self, lane: usize, cursor: &mut usize) -> Option<(Slot, Mult)> {
+        self.lanes[lane].pop(cursor)
     }
 
-    /// Free the waiting changes' memory if none waits.
+    /// Free the memory of the lanes in which no change waits.
     pub(crate) fn release_waiting(&mut self) {
-        if self.waits && self.touched_count == 0 {
-            self.waits = false;
-            self.waiting = Vec::new();
-            self.over = Default::default();
-            self.touched = Vec::new();
+        for lane in &mut self.lanes {
+            lane.release();
         }
     }
 
@@ -733,9 +797,10 @@ impl<R: Row> Facts<R> {
         if self.steps.capacity() > 64 && self.steps.len() < self.steps.capacity() / 4 {
             self.rows.shrink_to_fit();
             self.steps.shrink_to_fit();
-            self.waiting.shrink_to_fit();
-            self.touched.truncate(self.len().div_ceil(64));
-            self.touched.shrink_to_fit();
+            let len = self.len();
+            for lane in &mut self.lanes {
+                lane.shrink(len);
+            }
             let cap = slots_for(self.len());
             if self.is_empty() {
                 self.index = Vec::new();
@@ -755,10 +820,8 @@ impl<R: Row> Facts<R> {
     /// The allocated bytes of the index, the rows, the steps, the spilled lists and
     /// the waiting changes.
     pub(crate) fn bytes(&self) -> u64 {
-        (self.index.capacity() * std::mem::size_of::<u32>()
-            + self.waiting.capacity()
-            + self.over.capacity() * std::mem::size_of::<(u32, Mult)>()
-            + self.touched.capacity() * std::mem::size_of::<u64>()) as u64
+        (self.index.capacity() * std::mem::size_of::<u32>()) as u64
+            + self.lanes.iter().map(Lane::bytes).sum::<u64>()
             + (self.rows.capacity() * std::mem::size_of::<u32>()
                 + self.steps.capacity() * std::mem::size_of::<Packed>()
                 + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
@@ -966,6 +1029,45 @@ mod tests {
     }
 
     #[test]
+    fn two_lanes_wait_apart_and_move_with_their_slots() {
+        let mut facts: Facts<[u32; 3]> = Facts::new(2);
+        let h = steps(&[(1, 1, 1)]);
+        for x in 0..10 {
+            facts.insert([2, x, 0], &h);
+        }
+        let add = |facts: &mut Facts<[u32; 3]>, lane, x, d| {
+            let f = [2, x, 0];
+            facts.add_waiting(lane, &f, hash_row(&f), d);
+        };
+        add(&mut facts, 0, 3, 1);
+        add(&mut facts, 1, 3, 300);
+        // A new fact of lane 1 only, in the last slot.
+        add(&mut facts, 1, 50, 2);
+        assert_eq!(facts.len(), 11);
+        assert!(facts.has_waiting(0) && facts.has_waiting(1));
+        // Forgetting slot 0 moves the last slot's fact, and its lane-1 change, there.
+        facts.remove(facts.find(&[2, 0, 0]).expect("stored"));
+        assert_eq!(facts.row(Slot(0)), [2, 50, 0]);
+        assert!(facts.waiting_at(Slot(0)));
+        let take = |facts: &mut Facts<[u32; 3]>, lane| {
+            let mut cursor = facts.waiting_cursor(lane);
+            let mut got = Vec::new();
+            while let Some((slot, d)) = facts.pop_waiting(lane, &mut cursor) {
+                got.push((facts.row(slot), d));
+            }
+            got.sort();
+            got
+        };
+        assert_eq!(take(&mut facts, 0), vec![([2, 3, 0], 1)]);
+        assert!(!facts.has_waiting(0) && facts.waiting_at(Slot(0)));
+        facts.release_waiting();
+        assert!(!facts.lanes[0].active && facts.lanes[1].active);
+        assert_eq!(take(&mut facts, 1), vec![([2, 3, 0], 300), ([2, 50, 0], 2)]);
+        facts.release_waiting();
+        assert!(!facts.lanes[1].active);
+    }
+
+    #[test]
     fn waiting_changes_add_up_per_fact_and_come_out_from_the_last_slot() {
         let mut facts: Facts<[u32; 3]> = Facts::new(2);
         let h = steps(&[(1, 1, 1)]);
@@ -991,7 +1093,7 @@ mod tests {
             (13, -128),
         ] {
             let f = [2, x, 0];
-            facts.add_waiting(&f, hash_row(&f), d);
+            facts.add_waiting(0, &f, hash_row(&f), d);
             *expected.entry(f).or_insert(0) += d;
         }
         assert_eq!(facts.len(), 102, "two new facts");
@@ -1005,11 +1107,15 @@ mod tests {
         assert!(facts.waiting_at(Slot(101)));
         facts.remove(facts.find(&[2, 0, 0]).expect("stored"));
         assert!(facts.waiting_at(Slot(0)) && facts.row(Slot(0)) == last);
-        assert_eq!(facts.over.get(&0), Some(&501), "the moved change is found");
+        assert_eq!(
+            facts.lanes[0].over.get(&0),
+            Some(&501),
+            "the moved change is found"
+        );
         assert!(facts.len() == 101 && !facts.waiting_at(Slot(101)));
-        let mut cursor = facts.waiting_cursor();
+        let mut cursor = facts.waiting_cursor(0);
         let mut taken = Vec::new();
-        while let Some((slot, d)) = facts.pop_waiting(&mut cursor) {
+        while let Some((slot, d)) = facts.pop_waiting(0, &mut cursor) {
             taken.push((slot.0, facts.row(slot), d));
         }
         assert!(
@@ -1019,9 +1125,10 @@ mod tests {
         let sums: std::collections::BTreeMap<_, _> =
             taken.iter().map(|&(_, f, d)| (f, d)).collect();
         assert_eq!(sums, expected, "zero sums included");
-        assert!(facts.bytes() > 0 && facts.waits);
+        assert!(facts.bytes() > 0 && facts.lanes[0].active && !facts.lanes[1].active);
         facts.release_waiting();
-        assert!(!facts.waits && facts.waiting.capacity() == 0 && facts.over.is_empty());
+        let lane = &facts.lanes[0];
+        assert!(!lane.active && lane.waiting.capacity() == 0 && lane.over.is_empty());
         assert!(facts.find(&[2, 0, 0]).is_none() && facts.find(&[2, 99, 0]).is_some());
     }
 
