@@ -386,19 +386,22 @@ impl Sorter {
                 };
             }
         }
+        // In place, the rows as arrays (compared word by word, as the keys order them):
+        // a copy of the rows, or of one word per row, would double the output's peak
+        // (tc over G(5000, 0.001): 24.7M rows, 198 MB each way).
         match arity {
             1 => data.sort_unstable(),
             2 => {
-                let mut packed: Vec<u64> = data
-                    .chunks_exact(2)
-                    .map(|r| (u64::from(r[0]) << 32) | u64::from(r[1]))
-                    .collect();
-                packed.sort_unstable();
-                for (row, p) in data.chunks_exact_mut(2).zip(packed) {
-                    row[0] = (p >> 32) as u32;
-                    row[1] = p as u32;
-                }
+                // One comparison of 64 bits a pair (as fast as sorting packed words).
+                let (rows, _) = data.as_chunks_mut::<2>();
+                rows.sort_unstable_by_key(|r| (u64::from(r[0]) << 32) | u64::from(r[1]));
             }
+            3 => sort_rows::<3>(data),
+            4 => sort_rows::<4>(data),
+            5 => sort_rows::<5>(data),
+            6 => sort_rows::<6>(data),
+            7 => sort_rows::<7>(data),
+            8 => sort_rows::<8>(data),
             _ => {
                 let mut rows: Vec<&[u32]> = data.chunks_exact(arity).collect();
                 rows.sort_unstable();
@@ -415,6 +418,13 @@ impl Sorter {
             }
         }
     }
+}
+
+/// Sort the rows of `N` words of `data` (whose length is a multiple of `N`) in place.
+fn sort_rows<const N: usize>(data: &mut [u32]) {
+    let (rows, rest) = data.as_chunks_mut::<N>();
+    debug_assert!(rest.is_empty());
+    rows.sort_unstable();
 }
 
 /// Write flat tuples as delimiter-separated lines (Soufflé's fact format).
@@ -812,6 +822,31 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "-2,7,y\n-0.5,0,z\n0,4294967295,z\n1.5,3,y\n1.5,3,z\n"
         );
+        // Every arity, in place or not (up to 8 words, and past): as rows sorted
+        // as vectors of numbers.
+        let mut x: u64 = 1;
+        for arity in 1..=10usize {
+            let r = rel(vec![Type::Number; arity]);
+            let mut rows: Vec<u32> = (0..arity * 300)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((x >> 33) as i32 % 5 - 2) as u32
+                })
+                .collect();
+            let mut want: Vec<Vec<i32>> = rows
+                .chunks_exact(arity)
+                .map(|r| r.iter().map(|&v| v as i32).collect())
+                .collect();
+            want.sort();
+            Sorter::new(&st).sort(&r, &mut rows, &st);
+            let got: Vec<Vec<i32>> = rows
+                .chunks_exact(arity)
+                .map(|r| r.iter().map(|&v| v as i32).collect())
+                .collect();
+            assert_eq!(got, want, "arity {arity}");
+        }
         let r = rel(vec![Type::Number]);
         let mut rows = vec![5, (-3i32) as u32, 0, i32::MIN as u32, i32::MAX as u32];
         Sorter::new(&st).sort(&r, &mut rows, &st);
