@@ -1028,13 +1028,20 @@ mod tests {
         assert!(facts.bytes() < 1024, "{}", facts.bytes());
     }
 
-    #[test]
-    fn two_lanes_wait_apart_and_move_with_their_slots() {
-        let mut facts: Facts<[u32; 3]> = Facts::new(2);
+    /// A table of relation 2 with the facts `(x, 0)` for `x` below `n`, present from
+    /// round 1.
+    fn present(n: u32) -> Facts<[u32; 3]> {
+        let mut facts = Facts::new(2);
         let h = steps(&[(1, 1, 1)]);
-        for x in 0..10 {
+        for x in 0..n {
             facts.insert([2, x, 0], &h);
         }
+        facts
+    }
+
+    #[test]
+    fn two_lanes_wait_apart_and_move_with_their_slots() {
+        let mut facts = present(10);
         let add = |facts: &mut Facts<[u32; 3]>, lane, x, d| {
             let f = [2, x, 0];
             facts.add_waiting(lane, &f, hash_row(&f), d);
@@ -1069,11 +1076,7 @@ mod tests {
 
     #[test]
     fn waiting_changes_add_up_per_fact_and_come_out_from_the_last_slot() {
-        let mut facts: Facts<[u32; 3]> = Facts::new(2);
-        let h = steps(&[(1, 1, 1)]);
-        for x in 0..100 {
-            facts.insert([2, x, 0], &h);
-        }
+        let mut facts = present(100);
         // Changes to stored facts and to new ones (stored with no steps), repeated.
         let mut expected = std::collections::BTreeMap::new();
         for (x, d) in [
