@@ -61,6 +61,7 @@ use super::entries::{Patterns, SinkFns, Use};
 use super::memory::{Meter, Usage, vec_bytes};
 use super::mirror::Table;
 use super::round::RoundTable;
+use super::step::Emit;
 use super::steps::{Facts, LANES, Slot, Step, Steps, hash_row, presence};
 use super::types::{AHEAD, Inner, Mult, Row, Sub, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
@@ -473,7 +474,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let mut direct = direct.session(&cap);
                 let mut sink = SinkFns(
                     |e, t, d| entries.give((e, t, d)),
-                    |out: super::step::Emit<R>, t, d| {
+                    |out: Emit<R>, t, d| {
                         direct.give_iterator(out.map(|r| (r, t, d)));
                     },
                 );
@@ -561,7 +562,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let mut leaving = leaving.session(&caps[2]);
                 let mut sink = SinkFns(
                     |e, t, d| entries.give((e, t, d)),
-                    |out: super::step::Emit<R>, t, d| {
+                    |out: Emit<R>, t, d| {
                         direct.give_iterator(out.map(|r| (r, t, d)));
                     },
                 );
@@ -639,7 +640,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
             }
             // The patterns' updates add up once every later change of a fact is at or
             // after the frontier: the pending times' and the inputs' of facts.
-            if patterns.would_compact() {
+            let frontier = || {
                 let mut frontier = Antichain::new();
                 for &(e, r) in pending.keys() {
                     frontier.insert(Product::new(e, r));
@@ -649,8 +650,9 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                         frontier.insert(*t);
                     }
                 }
-                patterns.maybe_compact(frontier.borrow(), &tables);
-            }
+                frontier
+            };
+            patterns.maybe_compact(frontier, &tables);
             // Once the commit's loop is over (every future input is of a later epoch),
             // the waiting changes' words go until the next commit needs them.
             if pending.is_empty() && limit.is_none_or(|(e, _)| e > *last_epoch) {

@@ -34,6 +34,7 @@ use differential_dataflow::lattice::Lattice;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use timely::order::Product;
+use timely::progress::Antichain;
 use timely::progress::frontier::AntichainRef;
 
 /// A pattern in use: its id (with [`NEG`] for a negated one) and [`INDEX`], or the
@@ -193,28 +194,28 @@ impl Patterns {
         relation.specs.push(spec);
     }
 
-    /// Advance the patterns' times by `frontier` (every later fact's change is at or
-    /// after it) and add up their updates, once their number has doubled.
-    pub(crate) fn maybe_compact(&mut self, frontier: AntichainRef<Inner>, tables: &Tables) {
-        for relation in &mut self.relations {
-            if relation.updates.len() > 2 * relation.compacted + 16 {
-                compact(&mut relation.updates, frontier);
-                relation.specs = relation
-                    .updates
-                    .iter()
-                    .map(|(p, _, _)| tables.pattern(pattern_of(p.0)))
-                    .collect();
-                relation.compacted = relation.updates.len();
-            }
+    /// Advance the patterns' times by the frontier that `frontier()` gives (every
+    /// later fact's change is at or after it) and add up their updates, in each
+    /// relation whose updates have doubled since.
+    pub(crate) fn maybe_compact(
+        &mut self,
+        frontier: impl FnOnce() -> Antichain<Inner>,
+        tables: &Tables,
+    ) {
+        let due = |r: &RelationPatterns| r.updates.len() > 2 * r.compacted + 16;
+        if !self.relations.iter().any(due) {
+            return;
         }
-    }
-
-    /// Whether some relation's patterns would compact now (see
-    /// [`Patterns::maybe_compact`]).
-    pub(crate) fn would_compact(&self) -> bool {
-        self.relations
-            .iter()
-            .any(|r| r.updates.len() > 2 * r.compacted + 16)
+        let frontier = frontier();
+        for relation in self.relations.iter_mut().filter(|r| due(r)) {
+            compact(&mut relation.updates, frontier.borrow());
+            relation.specs = relation
+                .updates
+                .iter()
+                .map(|(p, _, _)| tables.pattern(pattern_of(p.0)))
+                .collect();
+            relation.compacted = relation.updates.len();
+        }
     }
 }
 

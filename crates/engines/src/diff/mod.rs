@@ -244,7 +244,7 @@
 //!                          │           │          │          └──→ compile, types, memory
 //!                          │           │          ├──→ steps ─→ types
 //!                          │           │          ├──→ round ─→ types
-//!                          │           │          └──→ compile, types, memory, mirror
+//!                          │           │          └──→ compile, step, types, memory, mirror
 //!                          │           ├──→ last_join ─→ step, compile, types, memory
 //!                          │           └──→ entries, step, compile, types, memory
 //!                          └──→ compile, types, memory, mirror, liveness, profile
