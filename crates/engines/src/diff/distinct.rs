@@ -308,7 +308,7 @@ impl<R: Row> Materialized<R> {
     /// `rel` in the table (see [`Facts::for_each_change`]).
     fn for_each_change(&self, rel: u32, f: &mut dyn FnMut(&R, u32, Mult)) {
         if let Some(r) = self.relations.get(rel as usize) {
-            r.facts.for_each_change(|row, round, d| f(row, round, d));
+            r.facts.for_each_change(f);
         }
     }
 
