@@ -47,7 +47,7 @@ pub fn program_text(text: &str, program: &Program) -> String {
 pub fn write_facts<'a>(
     dir: &Path,
     program: &Program,
-    facts: impl Iterator<Item = &'a (RelId, Vec<Value>)>,
+    facts: impl Iterator<Item = (RelId, &'a [Value])>,
 ) -> Result<(), Error> {
     let io = |e: std::io::Error| {
         Error::io(
@@ -66,8 +66,8 @@ pub fn write_facts<'a>(
         });
     }
     for (r, t) in facts {
-        let rel = program.relation(*r);
-        let Some(Some(out)) = files.get_mut(*r as usize) else {
+        let rel = program.relation(r);
+        let Some(Some(out)) = files.get_mut(r as usize) else {
             continue;
         };
         let mut cols = Vec::with_capacity(t.len());
@@ -115,7 +115,10 @@ pub fn prepare(cache: &Path, workload: Workload, keep: u32) -> Result<Inputs, Er
     write_facts(
         &inputs.all,
         &loaded.program,
-        loaded.head.iter().chain(loaded.tail.iter()),
+        loaded
+            .head
+            .iter()
+            .chain(loaded.tail.iter().map(|(r, t)| (*r, &t[..]))),
     )?;
     let text = program_text(workload.rules.text(), &loaded.program);
     std::fs::write(&inputs.program, text)
@@ -161,8 +164,9 @@ mod tests {
             converted.commit().unwrap();
             let mut direct = dynalog_engines::Seminaive::new(loaded.program.clone());
             let update: &[_] = if with_tail { &loaded.tail } else { &[] };
+            let update = update.iter().map(|(r, t)| (*r, &t[..]));
             for (r, t) in loaded.head.iter().chain(update) {
-                direct.insert(*r, t);
+                direct.insert(r, t);
             }
             direct.commit().unwrap();
             let count = |e: &dyn Engine| -> usize {

@@ -275,13 +275,13 @@ pub fn run(task: &Task, cache: &Path, workers: usize, singles: usize) -> Result<
     report.start_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    for (r, f) in &loaded.head {
-        engine.insert(*r, f);
+    for (r, f) in loaded.head.iter() {
+        engine.insert(r, f);
     }
     let staging = t.elapsed();
     // Staged in the engine: the input goes before the evaluation, as `dynalog run`
     // frees what it read, so that the peak is the engine's and not also this copy's
-    // (a vector per fact: on LUBM(50), about 300 MB). Freeing it is not timed.
+    // (on LUBM(50), about 80 MB). Freeing it is not timed.
     drop(std::mem::take(&mut loaded.head));
     let t = Instant::now();
     commit(engine.as_mut())?;
