@@ -22,7 +22,6 @@ use dynalog_syntax::SourceFile;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Args, Debug)]
@@ -245,7 +244,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             written.values().sum::<usize>(),
             if args.all { "all" } else { "inferred" }
         );
-        let mut per_predicate: BTreeMap<Arc<str>, usize> = BTreeMap::new();
+        let mut per_predicate: BTreeMap<String, usize> = BTreeMap::new();
         for (pred, n) in written {
             *per_predicate.entry(p.symbols.resolve(pred)).or_default() += n;
         }
