@@ -246,8 +246,10 @@ impl CompiledRule {
 
     /// Move a substitution on: `at` is the atom it just passed (`None`: the seed, before
     /// the first atom), `vals` the free values of the matched entry (empty for a
-    /// negation). On return, `slots` holds the substitution and `out` the key to wait
-    /// under (for [`Next::Sub`]) or the head fact (for [`Next::Head`]).
+    /// negation). `out` comes zeroed (a new row: clearing it here was a call to
+    /// `memset` per substitution, 5% of tc's evaluation). On return, `slots` holds the
+    /// substitution and `out` the key to wait under (for [`Next::Sub`]) or the head
+    /// fact (for [`Next::Head`]).
     #[inline]
     pub(crate) fn advance(
         &self,
@@ -271,7 +273,7 @@ impl CompiledRule {
         if !self.apply(ops, slots) {
             return Next::None;
         }
-        out.fill(0);
+        debug_assert!(out.iter().all(|&v| v == 0), "advance wants a zeroed row");
         match self.joins.get(next) {
             Some(step) => {
                 out[0] = step.key0;
