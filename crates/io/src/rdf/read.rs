@@ -131,9 +131,34 @@ pub fn read_triples(
     }
 }
 
+/// Lines of N-Triples parsed together by one thread.
+const BATCH_LINES: usize = 4096;
+
+/// A batch of lines read, to be parsed: its place in the file, the number of its
+/// first line, and the lines (each with its newline, if it had one).
+struct Lines {
+    seq: usize,
+    first: usize,
+    text: Vec<u8>,
+}
+
+/// A batch of lines parsed: its triples in order, and its malformed lines as
+/// `(triples before it in the batch, line number, column, reason)`.
+#[derive(Default)]
+struct Parsed {
+    triples: Vec<Triple>,
+    errors: Vec<(usize, usize, usize, String)>,
+    /// The parser panicked on these lines: an error even when lenient.
+    failed: bool,
+}
+
 /// N-Triples, line by line: each line is parsed on its own, so an error has the line's
 /// number and a malformed line can be skipped without losing the rest. A line that
 /// fails only because of relative IRIs is parsed again with them resolved.
+///
+/// The lines are parsed in batches by parser threads (one per core: parsing, and the
+/// IRIs' checks in it, is most of a load), and their triples reach `f` in the file's
+/// order on this thread. At most a few batches per thread are in flight.
 fn read_ntriples(
     mut reader: Box<dyn BufRead>,
     name: &str,
@@ -141,23 +166,153 @@ fn read_ntriples(
     lenient: bool,
     f: &mut dyn FnMut(&Triple),
 ) -> Result<ReadStats, Diagnostic> {
-    let mut stats = ReadStats::default();
-    let mut line = Vec::new();
-    let mut lineno = 0usize;
-    let mut triples = Vec::new();
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Diagnostic::line(name, lineno + 1, 1, format!("read error: {e}")))?;
-        if n == 0 {
-            break;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let in_flight = 3 * threads;
+    let (work_tx, work_rx) = std::sync::mpsc::channel::<Lines>();
+    let work_rx = std::sync::Mutex::new(work_rx);
+    std::thread::scope(|scope| {
+        // Owned by this closure: dropped when it returns, also early, so that the
+        // parsers' `recv` ends and the scope can join them.
+        let work_tx = work_tx;
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Parsed)>();
+        for _ in 0..threads {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            scope.spawn(move || {
+                loop {
+                    // A poisoned lock: a parser panicked; the others stop too.
+                    let next = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(lines) = next else { return };
+                    // A panic in the parser becomes the batch's error: the reader
+                    // waits for every batch in order, so none may go missing.
+                    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        parse_nt_lines(&lines, base)
+                    }))
+                    .unwrap_or_else(|_| Parsed {
+                        failed: true,
+                        ..Parsed::default()
+                    });
+                    if done_tx.send((lines.seq, parsed)).is_err() {
+                        return;
+                    }
+                }
+            });
         }
-        lineno += 1;
+        drop(done_tx);
+        let mut stats = ReadStats::default();
+        let mut ready: std::collections::BTreeMap<usize, Parsed> = Default::default();
+        let (mut sent, mut next) = (0usize, 0usize);
+        let mut lineno = 0usize;
+        let mut eof = false;
+        let mut line = Vec::new();
+        loop {
+            // Keep the parsers busy: read batches until enough are in flight.
+            while !eof && sent - next < in_flight {
+                let mut text = Vec::new();
+                let first = lineno + 1;
+                for _ in 0..BATCH_LINES {
+                    line.clear();
+                    let n = reader.read_until(b'\n', &mut line).map_err(|e| {
+                        Diagnostic::line(name, lineno + 1, 1, format!("read error: {e}"))
+                    })?;
+                    if n == 0 {
+                        eof = true;
+                        break;
+                    }
+                    lineno += 1;
+                    text.extend_from_slice(&line);
+                    if line.last() != Some(&b'\n') {
+                        text.push(b'\n');
+                    }
+                }
+                if text.is_empty() {
+                    break;
+                }
+                let lines = Lines {
+                    seq: sent,
+                    first,
+                    text,
+                };
+                if work_tx.send(lines).is_err() {
+                    return Err(Diagnostic::line(name, first, 1, "a parser thread failed"));
+                }
+                sent += 1;
+            }
+            if next == sent {
+                return Ok(stats);
+            }
+            // The next batch in the file's order, waiting for it if need be.
+            let parsed = loop {
+                if let Some(p) = ready.remove(&next) {
+                    break p;
+                }
+                match done_rx.recv() {
+                    Ok((seq, p)) => {
+                        ready.insert(seq, p);
+                    }
+                    Err(_) => {
+                        return Err(Diagnostic::line(name, lineno, 1, "a parser thread failed"));
+                    }
+                }
+            };
+            next += 1;
+            if parsed.failed {
+                let first = 1 + (next - 1) * BATCH_LINES;
+                return Err(Diagnostic::line(
+                    name,
+                    first,
+                    1,
+                    format!(
+                        "the N-Triples parser failed on lines {first} to {}",
+                        first + BATCH_LINES - 1
+                    ),
+                ));
+            }
+            let mut errors = parsed.errors.into_iter().peekable();
+            for (i, t) in parsed.triples.iter().enumerate() {
+                while let Some((_, line, col, message)) = errors.next_if(|e| e.0 == i) {
+                    skip(&mut stats, name, lenient, line, col, message)?;
+                }
+                stats.triples += 1;
+                f(t);
+            }
+            for (_, line, col, message) in errors {
+                skip(&mut stats, name, lenient, line, col, message)?;
+            }
+        }
+    })
+}
+
+/// A malformed line: the error, or (leniently) counted and the first one kept.
+fn skip(
+    stats: &mut ReadStats,
+    name: &str,
+    lenient: bool,
+    line: usize,
+    col: usize,
+    message: String,
+) -> Result<(), Diagnostic> {
+    if !lenient {
+        return Err(Diagnostic::line(name, line, col, message));
+    }
+    stats.skipped += 1;
+    if stats.first_skipped.is_none() {
+        stats.first_skipped = Some(format!("{name}:{line}:{col}: {message}"));
+    }
+    Ok(())
+}
+
+/// Parse a batch of lines (see [`read_ntriples`]).
+fn parse_nt_lines(lines: &Lines, base: &oxiri::Iri<String>) -> Parsed {
+    let mut parsed = Parsed::default();
+    let mut triples = Vec::new();
+    for (i, line) in lines.text.split_inclusive(|&b| b == b'\n').enumerate() {
         triples.clear();
-        let error = match parse_nt_line(&line, &mut triples) {
+        let error = match parse_nt_line(line, &mut triples) {
             Ok(()) => None,
-            Err((col, message)) => match resolve_relative(&line, base) {
+            Err((col, message)) => match resolve_relative(line, base) {
                 Some(Ok(resolved)) => {
                     triples.clear();
                     parse_nt_line(resolved.as_bytes(), &mut triples)
@@ -168,22 +323,15 @@ fn read_ntriples(
                 None => Some((col, message)),
             },
         };
-        if let Some((col, message)) = error {
-            if !lenient {
-                return Err(Diagnostic::line(name, lineno, col, message));
+        match error {
+            Some((col, message)) => {
+                let before = parsed.triples.len();
+                parsed.errors.push((before, lines.first + i, col, message));
             }
-            stats.skipped += 1;
-            if stats.first_skipped.is_none() {
-                stats.first_skipped = Some(format!("{name}:{lineno}:{col}: {message}"));
-            }
-            continue;
-        }
-        for t in &triples {
-            stats.triples += 1;
-            f(t);
+            None => parsed.triples.append(&mut triples),
         }
     }
-    Ok(stats)
+    parsed
 }
 
 /// Parse one N-Triples line into `out`; on error the (1-based) column and the reason.
@@ -412,6 +560,55 @@ mod tests {
                 .contains("format")
         );
         assert!(triples_of(&dir.path().join("none.nt"), &RdfOptions::default()).is_err());
+    }
+
+    #[test]
+    fn batches_of_lines_keep_the_files_order_and_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        // Several batches per parser thread, malformed lines in the middle of a batch
+        // and at a batch's edges, and no newline after the last line.
+        let n = BATCH_LINES * 7 + 123;
+        let bad = [BATCH_LINES, BATCH_LINES + 1, 3 * BATCH_LINES + 17, n];
+        let mut text = String::new();
+        for i in 1..=n {
+            if bad.contains(&i) {
+                text.push_str("<http://ex.org/s> <http://ex.org/p> \"unterminated .");
+            } else if i % 1000 == 0 {
+                text.push_str("# a comment");
+            } else {
+                text.push_str(&format!("<http://ex.org/s{i}> <http://ex.org/p> \"{i}\" ."));
+            }
+            if i < n {
+                text.push('\n');
+            }
+        }
+        let path = write_file(dir.path(), "many.nt", &text);
+        let e = triples_of(&path, &RdfOptions::default()).unwrap_err();
+        assert_eq!(
+            e.line, BATCH_LINES,
+            "the first malformed line, in the file's order"
+        );
+        let lenient = RdfOptions {
+            lenient: true,
+            ..RdfOptions::default()
+        };
+        let (t, stats) = triples_of(&path, &lenient).unwrap();
+        let expected: Vec<usize> = (1..=n)
+            .filter(|i| !bad.contains(i) && i % 1000 != 0)
+            .collect();
+        let got: Vec<usize> = t
+            .iter()
+            .map(|t| {
+                t.subject.to_string()["<http://ex.org/s".len()..]
+                    .trim_end_matches('>')
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(got, expected, "every triple once, in the file's order");
+        assert_eq!((stats.triples, stats.skipped), (expected.len(), bad.len()));
+        let first = stats.first_skipped.unwrap();
+        assert!(first.contains(&format!(":{BATCH_LINES}:")), "{first}");
     }
 
     #[test]
