@@ -788,7 +788,11 @@ mod tests {
         assert_eq!(st.lookup(""), Some(empty));
         let read = st.read();
         let texts: Vec<&str> = (0..5).map(|i| read.resolve(i)).collect();
-        assert_eq!(texts, ["a", "c", "", "dd", ""], "an unknown id resolves to nothing");
+        assert_eq!(
+            texts,
+            ["a", "c", "", "dd", ""],
+            "an unknown id resolves to nothing"
+        );
         drop(read);
         st.truncate(3);
         assert_eq!(st.intern("e"), 3);
