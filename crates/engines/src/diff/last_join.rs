@@ -39,10 +39,8 @@ use super::types::{Inner, Mult, Row, Sub, used_words};
 use differential_dataflow::VecCollection;
 use differential_dataflow::hashable::Hashable;
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
@@ -467,7 +465,7 @@ struct List {
 }
 
 fn key_hash<R: Row>(key: &R) -> u64 {
-    FxBuildHasher.hash_one(key.as_ref())
+    super::steps::hash_words(key.as_ref())
 }
 
 impl<R: Row> Lists<R> {

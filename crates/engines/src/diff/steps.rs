@@ -42,7 +42,6 @@ use super::types::{
     AHEAD, Mult, Row, fits, prefetch, reserve_quarter, slots_for, used_words, widen_records,
 };
 use smallvec::SmallVec;
-use std::hash::BuildHasher;
 
 /// One step of a fact's history: at `round`, its count changes by `input` and its
 /// presence by `output`, packed in 8 bytes: `input << 2 | (output + 1)`. A presence
@@ -385,7 +384,30 @@ fn entry(hash: u64, id: u32) -> u32 {
 /// the two order facts alike.
 #[inline]
 pub(crate) fn hash_row<R: Row>(f: &R) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(f)
+    hash_words(f.as_ref())
+}
+
+/// The hash of a row's words, two at a time, finished so that every bit depends on
+/// every word (a table's place is its low bits, an entry's tag its high bits).
+/// `FxBuildHasher::hash_one` on the row took the hasher's path for byte slices, with a
+/// length prefix; the rows hashed together all have the circuit's width, so none is
+/// needed (a row and the same row with a zero word more hash alike).
+#[inline]
+pub(crate) fn hash_words(words: &[u32]) -> u64 {
+    const K: u64 = 0xf135_7aea_2e62_a9c5;
+    let mut h = 0u64;
+    let mut pairs = words.chunks_exact(2);
+    for pair in &mut pairs {
+        let w = u64::from(pair[0]) | (u64::from(pair[1]) << 32);
+        h = (h ^ w).wrapping_mul(K);
+    }
+    if let [w] = pairs.remainder() {
+        h = (h ^ u64::from(*w)).wrapping_mul(K);
+    }
+    // The finish of MurmurHash3's 64-bit mix: high bits reach the low ones.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 /// Row `i` of `rows` (`stride` words each after `lead`), padded to the circuit's width.
@@ -839,6 +861,27 @@ impl<R: Row> Facts<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table's place is a hash's low bits and an entry's tag its high bits: both
+    /// must spread facts that differ in any part of any word (here only the high bits
+    /// of the last word, or of the first value).
+    #[test]
+    fn row_hashes_spread_in_their_low_and_high_bits() {
+        for at in [1usize, 3] {
+            let hashes: Vec<u64> = (0..4096u32)
+                .map(|i| {
+                    let mut row = [7u32, 1, 2, 3];
+                    row[at] = i << 20;
+                    hash_words(&row)
+                })
+                .collect();
+            let low: std::collections::HashSet<u64> = hashes.iter().map(|h| h & 0xFFF).collect();
+            let high: std::collections::HashSet<u64> = hashes.iter().map(|h| h >> 56).collect();
+            // 4,096 random values take about 2,589 of 4,096 places and all 256 tags.
+            assert!(low.len() > 2_300, "word {at}: {} low places", low.len());
+            assert!(high.len() > 250, "word {at}: {} tags", high.len());
+        }
+    }
 
     fn steps(list: &[(u32, i32, i32)]) -> Vec<Step> {
         list.iter().map(|&(r, i, o)| Step::new(r, i, o)).collect()
