@@ -135,7 +135,8 @@ pub fn read_triples(
 const BATCH_LINES: usize = 4096;
 
 /// A batch of lines read, to be parsed: its place in the file, the number of its
-/// first line, and the lines (each with its newline, if it had one).
+/// first line, and the lines, each ending with a newline (the last line of a file
+/// without one gets it).
 struct Lines {
     seq: usize,
     first: usize,
@@ -148,7 +149,8 @@ struct Lines {
 struct Parsed {
     triples: Vec<Triple>,
     errors: Vec<(usize, usize, usize, String)>,
-    /// The parser panicked on these lines: an error even when lenient.
+    /// The parser panicked on these lines (its one error names the first): an error
+    /// even when lenient.
     failed: bool,
 }
 
@@ -191,6 +193,7 @@ fn read_ntriples(
                         parse_nt_lines(&lines, base)
                     }))
                     .unwrap_or_else(|_| Parsed {
+                        errors: vec![(0, lines.first, 1, "the N-Triples parser failed".into())],
                         failed: true,
                         ..Parsed::default()
                     });
@@ -206,15 +209,13 @@ fn read_ntriples(
         let (mut sent, mut next) = (0usize, 0usize);
         let mut lineno = 0usize;
         let mut eof = false;
-        let mut line = Vec::new();
         loop {
             // Keep the parsers busy: read batches until enough are in flight.
             while !eof && sent - next < in_flight {
                 let mut text = Vec::new();
                 let first = lineno + 1;
                 for _ in 0..BATCH_LINES {
-                    line.clear();
-                    let n = reader.read_until(b'\n', &mut line).map_err(|e| {
+                    let n = reader.read_until(b'\n', &mut text).map_err(|e| {
                         Diagnostic::line(name, lineno + 1, 1, format!("read error: {e}"))
                     })?;
                     if n == 0 {
@@ -222,8 +223,7 @@ fn read_ntriples(
                         break;
                     }
                     lineno += 1;
-                    text.extend_from_slice(&line);
-                    if line.last() != Some(&b'\n') {
+                    if text.last() != Some(&b'\n') {
                         text.push(b'\n');
                     }
                 }
@@ -258,19 +258,12 @@ fn read_ntriples(
                 }
             };
             next += 1;
-            if parsed.failed {
-                let first = 1 + (next - 1) * BATCH_LINES;
-                return Err(Diagnostic::line(
-                    name,
-                    first,
-                    1,
-                    format!(
-                        "the N-Triples parser failed on lines {first} to {}",
-                        first + BATCH_LINES - 1
-                    ),
-                ));
-            }
             let mut errors = parsed.errors.into_iter().peekable();
+            if parsed.failed
+                && let Some((_, line, col, message)) = errors.next()
+            {
+                return Err(Diagnostic::line(name, line, col, message));
+            }
             for (i, t) in parsed.triples.iter().enumerate() {
                 while let Some((_, line, col, message)) = errors.next_if(|e| e.0 == i) {
                     skip(&mut stats, name, lenient, line, col, message)?;
