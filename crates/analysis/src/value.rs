@@ -312,42 +312,49 @@ struct Names {
     autoinc_ids: FxHashMap<Arc<[Value]>, Value>,
 }
 
-/// The symbols' texts, end to end in one buffer, each found by where it ends. A text
-/// of its own per symbol (an `Arc<str>`) took a pointer, a counted header and the
-/// allocator's rounding besides the text: 45 bytes more a symbol, 60 MB on LUBM(50).
-#[derive(Clone, Default)]
-struct Texts {
+/// Texts end to end in one buffer, each found by where it ends: the symbols' texts
+/// here, the N-Triples writer's rendered terms in `dynalog_io`. A text of its own per
+/// entry (an `Arc<str>` or a `String`) took a pointer, a header and the allocator's
+/// rounding besides the text: 45 bytes more a symbol, 60 MB on LUBM(50).
+#[derive(Clone, Debug, Default)]
+pub struct Texts {
     bytes: String,
     ends: Vec<u64>,
 }
 
 impl Texts {
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.ends.len()
     }
 
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
-    fn get(&self, id: usize) -> Option<&str> {
+    pub fn get(&self, id: usize) -> Option<&str> {
         let end = *self.ends.get(id)? as usize;
         let start = id.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
         self.bytes.get(start..end)
     }
 
-    /// The text of `id`; `""` for an id the table does not have.
-    fn text(&self, id: usize) -> &str {
+    /// The text of `id`; `""` for an id the buffer does not have.
+    pub fn text(&self, id: usize) -> &str {
         self.get(id).unwrap_or("")
     }
 
-    fn push(&mut self, s: &str) {
-        self.bytes.push_str(s);
+    pub fn push(&mut self, s: &str) {
+        self.push_with(|bytes| bytes.push_str(s));
+    }
+
+    /// Add the text `write` appends to the buffer (formatted in place, without a
+    /// `String` of its own).
+    pub fn push_with(&mut self, write: impl FnOnce(&mut String)) {
+        write(&mut self.bytes);
         self.ends.push(self.bytes.len() as u64);
     }
 
     /// Keep the first `len` texts.
-    fn truncate(&mut self, len: usize) {
+    pub fn truncate(&mut self, len: usize) {
         if len < self.ends.len() {
             let end = len.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
             self.bytes.truncate(end);

@@ -3,7 +3,7 @@
 //! per-file label, literals in their N-Triples form; and triples of symbols as
 //! N-Triples lines.
 
-use dynalog_analysis::{SymbolTable, Value};
+use dynalog_analysis::{SymbolTable, Texts, Value};
 use oxrdf::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, TermRef, Triple};
 use std::collections::HashMap;
 use std::fmt;
@@ -188,18 +188,16 @@ pub fn ntriples_line(s: &str, p: &str, o: &str) -> Result<String, TermError> {
 /// symbol once however many triples it is in (the output of a materialization repeats
 /// its predicates and classes millions of times).
 ///
-/// The rendered terms lie end to end in one buffer: a `String` per term (with an
+/// The rendered terms lie end to end in one [`Texts`]: a `String` per term (with an
 /// `Option<Result<..>>` slot of 32 bytes for every symbol of the table) held about
 /// 100 bytes a term, and raised the peak of writing LUBM(50)'s inferred triples by
 /// 100 MB above the evaluation's.
 pub struct NTriplesWriter<'a> {
     symbols: &'a SymbolTable,
     /// Per symbol: [`NOT_RENDERED`], [`NOT_A_TERM`] (the reason in `errors`), or the
-    /// index of its term in `ends`.
+    /// index of its term in `terms`.
     slots: Vec<u32>,
-    terms: String,
-    /// Where each rendered term ends in `terms` (it starts where the one before ends).
-    ends: Vec<u64>,
+    terms: Texts,
     errors: HashMap<Value, TermError>,
 }
 
@@ -211,8 +209,7 @@ impl<'a> NTriplesWriter<'a> {
         NTriplesWriter {
             symbols,
             slots: vec![NOT_RENDERED; symbols.len()],
-            terms: String::new(),
-            ends: Vec::new(),
+            terms: Texts::default(),
             errors: HashMap::new(),
         }
     }
@@ -272,11 +269,12 @@ impl<'a> NTriplesWriter<'a> {
         let symbols = self.symbols.read();
         match symbol_term(symbols.resolve(v)) {
             Ok(term) => {
-                use std::fmt::Write as _;
-                // Writing to a `String` cannot fail.
-                let _ = write!(self.terms, "{term}");
-                self.slots[v as usize] = self.ends.len() as u32;
-                self.ends.push(self.terms.len() as u64);
+                self.slots[v as usize] = self.terms.len() as u32;
+                self.terms.push_with(|bytes| {
+                    use std::fmt::Write as _;
+                    // Writing to a `String` cannot fail.
+                    let _ = write!(bytes, "{term}");
+                });
             }
             Err(e) => {
                 self.slots[v as usize] = NOT_A_TERM;
@@ -287,10 +285,7 @@ impl<'a> NTriplesWriter<'a> {
 
     /// The term of a symbol [`NTriplesWriter::render`] rendered, if it is one.
     pub fn rendered(&self, v: Value) -> Option<&str> {
-        let i = *self.slots.get(v as usize)? as usize;
-        let end = *self.ends.get(i)? as usize;
-        let start = i.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
-        self.terms.get(start..end)
+        self.terms.get(*self.slots.get(v as usize)? as usize)
     }
 }
 
