@@ -280,6 +280,7 @@ macro_rules! fact_set {
 
 fact_set!(crate::store::FlatSet, |s| s.iter());
 fact_set!(crate::store::IndexedSet, |s| s.iter());
+fact_set!(crate::store::SortedSet, |s| s.iter());
 
 #[cfg(test)]
 mod tests {

@@ -287,7 +287,7 @@ mod steps;
 mod types;
 
 use crate::staging::Staging;
-use crate::store::FlatSet;
+use crate::store::SortedSet;
 use crate::{
     Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, MemoryUsage, StratumStats,
 };
@@ -323,8 +323,10 @@ pub struct Diff {
     /// Whether the rule set must be compared with `sent_rules` at the next commit.
     rules_dirty: bool,
     /// Base facts per relation (staged changes not applied); before the first commit,
-    /// the program's inline facts, not yet fed to the dataflow.
-    base: Vec<FlatSet>,
+    /// the program's inline facts, not yet fed to the dataflow. Sorted, at the size of
+    /// their rows: they only answer whether a change changes them, and are fed again
+    /// when the dataflow is rebuilt.
+    base: Vec<SortedSet>,
     /// The materialization per relation, as of the last commit, in one part per worker:
     /// in one process the workers' own tables, in a cluster a copy that the workers
     /// update (module `mirror`).
@@ -549,7 +551,7 @@ impl Diff {
         self.program = program;
         while self.base.len() < self.program.relations.len() {
             let arity = self.program.relations[self.base.len()].arity();
-            self.base.push(FlatSet::new(arity));
+            self.base.push(SortedSet::new(arity));
             self.mirror.push_relation(arity);
         }
         self.rules_dirty = true;
@@ -771,7 +773,7 @@ impl Diff {
         if let Some(n) = self.truncate {
             let len = self.base.len();
             for set in &mut self.base[n.min(len)..] {
-                *set = FlatSet::new(set.arity());
+                *set = SortedSet::new(set.arity());
             }
         }
         let live = self.program.relations.len();
@@ -781,6 +783,9 @@ impl Diff {
                     push(&mut batch, rel, tuple, if insert { 1 } else { -1 });
                 }
             });
+        // A load is sorted here, before the dataflow's state grows beside it; an update
+        // waits until its changes are an eighth of its relation's base facts.
+        self.base.iter_mut().for_each(SortedSet::settle);
         if feed_all {
             for (rel, set) in self.base.iter().enumerate() {
                 for tuple in set.iter() {
@@ -1044,7 +1049,9 @@ impl Engine for Diff {
         if let Some(runtime) = self.runtime.as_mut() {
             runtime.memory(&mut usage).ok()?;
         }
-        let (records, bytes) = mirror::sets_usage(&self.base);
+        let records = self.base.iter().map(|s| s.len() as u64).sum();
+        let bytes = self.base.iter().map(SortedSet::heap_bytes).sum::<u64>()
+            + memory::vec_bytes(&self.base);
         usage.add("base facts (handle)", records, bytes);
         if !self.mirror.shares_tables() {
             let (records, bytes) = self.mirror.usage();

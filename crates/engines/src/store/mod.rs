@@ -7,8 +7,12 @@
 //! * [`FlatSet`]: [`Rows`] plus a hash set of row ids (a `HashTable<u32>` whose hash is
 //!   recomputed from the row's values), so that a tuple is stored once;
 //!   [`FlatSet::remove`] moves the last row into the hole. The base facts of the
-//!   `seminaive` and `diff` engines, and the `diff` engine's mirror of the
-//!   materialization.
+//!   `seminaive` engine, and the `diff` engine's copy of the materialization in a
+//!   cluster.
+//! * [`SortedSet`]: rows loaded in bulk and changed a little at a time, as one sorted
+//!   array searched by bisection, with a bit per removed row and the rows inserted
+//!   since in a [`FlatSet`], merged in once they are an eighth of it: the `diff`
+//!   engine's base facts, at the size of their rows.
 //! * [`Growing`]: the deduplication set of a relation during a semi-naive evaluation,
 //!   over rows split in two: the rows readable by the rules of the current round
 //!   ("committed") and those derived in this round ("fresh", appended to the committed
@@ -50,12 +54,14 @@ mod index;
 mod indexed;
 mod rows;
 mod set;
+mod sorted;
 
 pub use growing::{Batch, Growing};
 pub use index::{Index, restrict};
 pub use indexed::{IndexedSet, Iter as IndexedIter};
 pub use rows::Rows;
 pub use set::FlatSet;
+pub use sorted::SortedSet;
 
 use rustc_hash::FxHasher;
 use std::hash::Hasher;

@@ -46,6 +46,11 @@ impl Rows {
         &self.data[start..start + self.arity]
     }
 
+    /// The values of every row, one row after the other.
+    pub fn into_values(self) -> Vec<u32> {
+        self.data
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
         (0..self.len).map(|r| self.row(r))
     }

@@ -29,6 +29,11 @@ impl FlatSet {
         &self.rows
     }
 
+    /// The rows, without the hash table.
+    pub fn into_rows(self) -> Rows {
+        self.rows
+    }
+
     /// The allocated bytes of the rows and of the table.
     pub fn heap_bytes(&self) -> u64 {
         self.rows.heap_bytes()
