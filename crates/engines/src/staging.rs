@@ -84,6 +84,20 @@ impl Staging {
         !self.staged.ops.is_empty() || self.rejected.is_some() || self.saved.is_some()
     }
 
+    /// The number of staged fact changes, if every one is an insertion (a load).
+    pub(crate) fn only_inserts(&self) -> Option<usize> {
+        self.staged
+            .ops
+            .iter()
+            .all(|&(insert, _, _)| insert)
+            .then_some(self.staged.ops.len())
+    }
+
+    /// Drop the staged fact changes: the caller applied them itself.
+    pub(crate) fn applied(&mut self) {
+        self.staged.clear();
+    }
+
     /// The staged fact changes, in order.
     pub(crate) fn for_each(&self, f: &mut dyn FnMut(bool, RelId, &[Value])) {
         for (insert, rel, tuple) in self.staged.iter() {

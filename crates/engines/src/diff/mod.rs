@@ -777,15 +777,23 @@ impl Diff {
             }
         }
         let live = self.program.relations.len();
-        self.staging
-            .apply(&mut self.base, live, false, |insert, rel, tuple| {
-                if !feed_all {
-                    push(&mut batch, rel, tuple, if insert { 1 } else { -1 });
-                }
-            });
-        // A load is sorted here, before the dataflow's state grows beside it; an update
-        // waits until its changes are an eighth of its relation's base facts.
-        self.base.iter_mut().for_each(SortedSet::settle);
+        let held: usize = self.base.iter().map(SortedSet::len).sum();
+        match self.staging.only_inserts() {
+            // A load (every base fact is fed anyway): the staged rows of each relation
+            // are sorted with its base facts, once, without hashing them.
+            Some(n) if feed_all && n >= held => self.load_staged(live),
+            _ => {
+                self.staging
+                    .apply(&mut self.base, live, false, |insert, rel, tuple| {
+                        if !feed_all {
+                            push(&mut batch, rel, tuple, if insert { 1 } else { -1 });
+                        }
+                    });
+                // An update waits until its changes are an eighth of its relation's
+                // base facts.
+                self.base.iter_mut().for_each(SortedSet::settle);
+            }
+        }
         if feed_all {
             for (rel, set) in self.base.iter().enumerate() {
                 for tuple in set.iter() {
@@ -962,6 +970,40 @@ impl Diff {
 }
 
 impl Diff {
+    /// Apply the staged changes, all of them insertions, to the base facts of the
+    /// relations below `live` (of the right arity, as [`Staging::apply`] does): per
+    /// relation, its staged rows are gathered in one exactly sized vector and sorted
+    /// with its base facts ([`SortedSet::load`]).
+    fn load_staged(&mut self, live: usize) {
+        let base = &self.base;
+        let fits = |rel: RelId, tuple: &[Value]| {
+            base.get(rel as usize)
+                .filter(|s| (rel as usize) < live && s.arity() == tuple.len())
+                .is_some()
+        };
+        let mut sizes = vec![0usize; base.len()];
+        let mut nullary = vec![false; base.len()];
+        self.staging.for_each(&mut |_, rel, tuple| {
+            if fits(rel, tuple) {
+                sizes[rel as usize] += tuple.len();
+                nullary[rel as usize] |= tuple.is_empty();
+            }
+        });
+        let mut rows: Vec<Vec<u32>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+        self.staging.for_each(&mut |_, rel, tuple| {
+            if fits(rel, tuple) {
+                rows[rel as usize].extend_from_slice(tuple);
+            }
+        });
+        self.staging.applied();
+        for ((set, rows), nullary) in self.base.iter_mut().zip(rows).zip(nullary) {
+            if nullary {
+                set.insert(&[]);
+            }
+            set.load(rows);
+        }
+    }
+
     /// After the commit that retracted them, forget the relations a program dropped.
     fn finish_truncate(&mut self) {
         if let Some(n) = self.truncate.take() {

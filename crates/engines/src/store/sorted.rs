@@ -116,6 +116,36 @@ impl SortedSet {
         None
     }
 
+    /// Add rows of `arity` values, stored flat, in bulk (a load): they are sorted
+    /// together with the set's own, once, without a hash table. Nullary rows have no
+    /// values to give: add them with [`SortedSet::insert`].
+    pub fn load(&mut self, mut rows: Vec<u32>) {
+        let arity = self.arity;
+        if arity == 0 || rows.is_empty() {
+            return;
+        }
+        rows.reserve_exact(self.len() * arity);
+        for row in self.iter() {
+            rows.extend_from_slice(row);
+        }
+        sort_rows(&mut rows, arity);
+        // Drop the duplicates, keeping the first of each run.
+        let mut kept = 0;
+        for r in 0..rows.len() / arity {
+            let at = r * arity;
+            if kept == 0 || rows[at..at + arity] != rows[(kept - 1) * arity..kept * arity] {
+                rows.copy_within(at..at + arity, kept * arity);
+                kept += 1;
+            }
+        }
+        rows.truncate(kept * arity);
+        rows.shrink_to_fit();
+        *self = SortedSet {
+            sorted: rows,
+            ..SortedSet::new(arity)
+        };
+    }
+
     /// Number of tuples.
     pub fn len(&self) -> usize {
         self.sorted_len() - self.gone_len + self.recent.len()
@@ -267,16 +297,36 @@ mod tests {
         assert!(set.remove(&[]) && set.is_empty());
     }
 
+    #[test]
+    fn a_load_keeps_one_of_each_row_and_the_rows_already_there() {
+        let mut set = SortedSet::new(2);
+        set.insert(&[5, 5]);
+        set.insert(&[0, 1]);
+        set.settle();
+        set.remove(&[0, 1]);
+        set.insert(&[4, 4]);
+        set.load(vec![3, 3, 5, 5, 3, 3, 1, 2]);
+        let rows: Vec<Vec<u32>> = set.iter().map(<[u32]>::to_vec).collect();
+        assert_eq!(rows, vec![vec![1, 2], vec![3, 3], vec![4, 4], vec![5, 5]]);
+        assert_eq!(set.sorted.capacity(), 8, "exactly sized");
+    }
+
     proptest! {
         /// Any sequence of inserts and removes, settled at any points, answers as a
         /// `BTreeSet` does.
         #[test]
         fn answers_as_a_set(
             arity in 1usize..4,
+            load in prop::collection::vec(0u32..4, 0..40),
             ops in prop::collection::vec((any::<bool>(), 0u32..6, 0u32..6, 0u32..4), 0..300),
         ) {
             let mut set = SortedSet::new(arity);
             let mut model = BTreeSet::new();
+            let rows: Vec<u32> = load.iter().copied().take(load.len() / arity * arity).collect();
+            for row in rows.chunks_exact(arity) {
+                model.insert(row.to_vec());
+            }
+            set.load(rows);
             for (insert, a, b, settle) in ops {
                 let tuple: Vec<u32> = [a, b, a ^ b].into_iter().take(arity).collect();
                 let (done, expected) = if insert {
