@@ -162,7 +162,10 @@
 //! channels (module `runtime`): each commit sends the batch of fact and rule changes,
 //! every worker feeds its share, advances its inputs, steps until its probe passes the
 //! epoch and replies. The handle keeps the base facts (to give insert and remove set
-//! semantics) and answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`]
+//! semantics, and to feed them again when the dataflow is rebuilt), per relation as
+//! one sorted array searched by bisection, with the changes since in a small hash set
+//! beside it (`store::SortedSet`; a load is gathered per relation and sorted once), and
+//! answers [`Engine::len`], [`Engine::facts`] and [`Engine::contains`]
 //! from the workers' own state (module `mirror`): in one process, every change of a
 //! fact is made on the worker of its `distinct`, so that worker's table of
 //! facts (a fact is there with its steps, and in the materialization when its presence
@@ -173,7 +176,7 @@
 //! leave the loop. When the caller tracks changes ([`Diff::last_changes`]), the
 //! workers record them as well (consolidated); in a commit that a limit may refuse, a
 //! copy is only updated once the commit is accepted, and a refused commit is rolled
-//! back by rebuilding the dataflow (see [`Diff::roll_back`]). Dropping
+//! back by rebuilding the dataflow (see `Diff::roll_back`). Dropping
 //! the handle shuts the workers down and joins them. A failing worker turns into an [`EngineError`], never a panic of the
 //! caller.
 //!
@@ -208,9 +211,10 @@
 //!   and so are the key's values, which the key holds), the round and the
 //!   multiplicity (for transitive closure, one per `path` fact: 16.5), with the
 //!   entries of the last atoms' patterns beside them;
-//! * the handle's base facts (in a cluster also its copy of the materialization: per
-//!   relation a flat hash set of rows, about `4 × arity` bytes plus the table's slack;
-//!   in one process the handle reads the `distinct`'s table instead);
+//! * the handle's base facts, `4 × arity` bytes a fact once sorted (in a cluster also
+//!   its copy of the materialization: per relation a flat hash set of rows, about
+//!   `4 × arity` bytes plus the table's slack; in one process the handle reads the
+//!   `distinct`'s table instead);
 //! * per pattern in use, its index entries (for tc, one per edge).
 //!
 //! Diffs are `i32` (derivation counts stay far below `i32::MAX`; an update is 4 bytes
