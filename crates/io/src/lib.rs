@@ -389,26 +389,7 @@ impl Sorter {
         // In place, the rows as arrays (compared word by word, as the keys order them):
         // a copy of the rows, or of one word per row, would double the output's peak
         // (tc over G(5000, 0.001): 24.7M rows, 198 MB each way).
-        match arity {
-            1 => data.sort_unstable(),
-            2 => {
-                // One comparison of 64 bits a pair (as fast as sorting packed words).
-                let (rows, _) = data.as_chunks_mut::<2>();
-                rows.sort_unstable_by_key(|r| (u64::from(r[0]) << 32) | u64::from(r[1]));
-            }
-            3 => sort_rows::<3>(data),
-            4 => sort_rows::<4>(data),
-            5 => sort_rows::<5>(data),
-            6 => sort_rows::<6>(data),
-            7 => sort_rows::<7>(data),
-            8 => sort_rows::<8>(data),
-            _ => {
-                let mut rows: Vec<&[u32]> = data.chunks_exact(arity).collect();
-                rows.sort_unstable();
-                let sorted: Vec<u32> = rows.concat();
-                data.copy_from_slice(&sorted);
-            }
-        }
+        dynalog_analysis::sort_rows(data, arity);
         for row in data.chunks_exact_mut(arity) {
             for (c, (v, &ty)) in row.iter_mut().zip(&rel.types).enumerate() {
                 *v = match &ranked[c] {
@@ -418,13 +399,6 @@ impl Sorter {
             }
         }
     }
-}
-
-/// Sort the rows of `N` words of `data` (whose length is a multiple of `N`) in place.
-fn sort_rows<const N: usize>(data: &mut [u32]) {
-    let (rows, rest) = data.as_chunks_mut::<N>();
-    debug_assert!(rest.is_empty());
-    rows.sort_unstable();
 }
 
 /// Write flat tuples as delimiter-separated lines (Soufflé's fact format).

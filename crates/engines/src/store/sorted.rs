@@ -15,6 +15,7 @@
 //! binary search and, every eighth of the set's size in changes, a merge of it.
 
 use super::FlatSet;
+use dynalog_analysis::sort_rows;
 
 #[derive(Clone, Debug)]
 pub struct SortedSet {
@@ -27,33 +28,6 @@ pub struct SortedSet {
     gone_len: usize,
     /// Rows inserted since the last merge, none of them in `sorted`.
     recent: FlatSet,
-}
-
-/// Sort rows of `arity` values, stored flat, in place (ascending, lexicographic).
-fn sort_rows(data: &mut Vec<u32>, arity: usize) {
-    fn by<const N: usize>(data: &mut [u32]) {
-        data.as_chunks_mut::<N>().0.sort_unstable();
-    }
-    match arity {
-        0 => {}
-        1 => data.sort_unstable(),
-        2 => by::<2>(data),
-        3 => by::<3>(data),
-        4 => by::<4>(data),
-        5 => by::<5>(data),
-        6 => by::<6>(data),
-        _ => {
-            let len = data.len() / arity;
-            let row = |r: u32| &data[r as usize * arity..(r as usize + 1) * arity];
-            let mut order: Vec<u32> = (0..len as u32).collect();
-            order.sort_unstable_by(|&a, &b| row(a).cmp(row(b)));
-            let mut out = Vec::with_capacity(data.len());
-            for r in order {
-                out.extend_from_slice(row(r));
-            }
-            *data = out;
-        }
-    }
 }
 
 impl SortedSet {
