@@ -160,15 +160,18 @@ impl SortedSet {
         }
     }
 
-    /// Every tuple: the sorted ones in order, then the recent ones.
-    pub fn iter(&self) -> impl Iterator<Item = &[u32]> + '_ {
-        let arity = self.arity.max(1);
+    /// The sorted rows not removed since, in order.
+    fn live_sorted(&self) -> impl Iterator<Item = &[u32]> + '_ {
         self.sorted
-            .chunks_exact(arity)
+            .chunks_exact(self.arity.max(1))
             .enumerate()
             .filter(|&(r, _)| !self.is_gone(r))
             .map(|(_, row)| row)
-            .chain(self.recent.iter())
+    }
+
+    /// Every tuple: the sorted ones in order, then the recent ones.
+    pub fn iter(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        self.live_sorted().chain(self.recent.iter())
     }
 
     /// The allocated bytes.
@@ -197,20 +200,19 @@ impl SortedSet {
         } else {
             let live = sorted - self.gone_len;
             let mut out = Vec::with_capacity((live + fresh.len() / arity) * arity);
-            let mut old = (0..sorted)
-                .filter(|&r| !self.is_gone(r))
-                .map(|r| self.sorted_row(r))
-                .peekable();
-            let mut new = fresh.chunks_exact(arity).peekable();
-            loop {
-                let next = match (old.peek(), new.peek()) {
-                    (Some(a), Some(b)) if a <= b => old.next(),
-                    (Some(_), Some(_)) | (None, Some(_)) => new.next(),
-                    (Some(_), None) => old.next(),
-                    (None, None) => break,
-                };
-                if let Some(row) = next {
-                    out.extend_from_slice(row);
+            {
+                let mut old = self.live_sorted().peekable();
+                let mut new = fresh.chunks_exact(arity).peekable();
+                loop {
+                    let next = match (old.peek(), new.peek()) {
+                        (Some(a), Some(b)) if a <= b => old.next(),
+                        (Some(_), Some(_)) | (None, Some(_)) => new.next(),
+                        (Some(_), None) => old.next(),
+                        (None, None) => break,
+                    };
+                    if let Some(row) = next {
+                        out.extend_from_slice(row);
+                    }
                 }
             }
             self.sorted = out;
