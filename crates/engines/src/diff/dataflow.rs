@@ -9,7 +9,7 @@ use super::distinct::distinct;
 use super::entries::{INDEX, Use};
 use super::last_join::last_join;
 use super::memory::{Meter, Usage, trace_meter, vec_bytes};
-use super::mirror::{Part, lock};
+use super::mirror::{SharedPart, lock};
 use super::step::{Emit, emit};
 use super::types::{Inner, Mult, Row, Sub, bucket, reserve_quarter};
 use differential_dataflow::VecCollection;
@@ -18,7 +18,7 @@ use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine, ValBuilder, ValSpine};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::core::Exchange as _;
@@ -90,7 +90,7 @@ pub(crate) struct Handles<R: Row> {
     pub output: Rc<RefCell<Vec<(R, Mult)>>>,
     /// This worker's part of the handle's copy of the materialization, which it updates
     /// as its changes leave the loop (module `mirror`).
-    pub mirror: Arc<Mutex<Part>>,
+    pub mirror: SharedPart,
     /// Highest round seen per level since the last drain.
     pub rounds: Rc<RefCell<Vec<u32>>>,
     /// The addresses of the operators that hold arrangements, to wake for background
@@ -108,7 +108,7 @@ pub(crate) fn build<R: Row>(
     buckets: u32,
     gather: bool,
     changes: Arc<std::sync::atomic::AtomicU64>,
-    mirror: Arc<Mutex<Part>>,
+    mirror: SharedPart,
 ) -> Handles<R> {
     worker.dataflow::<u32, _, _>(|scope| {
         let (facts_in, base) = scope.new_collection::<R, Mult>();

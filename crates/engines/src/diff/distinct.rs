@@ -65,10 +65,11 @@ use super::step::Emit;
 use super::steps::{Facts, LANES, Slot, Step, Steps, hash_row, presence};
 use super::types::{AHEAD, Inner, Mult, Row, Sub, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
+use parking_lot::{RwLock, RwLockWriteGuard};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::CapabilitySet;
@@ -320,9 +321,9 @@ impl<R: Row> Materialized<R> {
     }
 }
 
-impl<R: Row + Send> Table for Mutex<Materialized<R>> {
+impl<R: Row + Send + Sync> Table for RwLock<Materialized<R>> {
     fn len(&self, rel: usize) -> usize {
-        let table = lock_table(self);
+        let table = self.read_recursive();
         table
             .relations
             .get(rel)
@@ -337,7 +338,7 @@ impl<R: Row + Send> Table for Mutex<Materialized<R>> {
         }
         words[0] = rel as u32;
         words[1..=tuple.len()].copy_from_slice(tuple);
-        let table = lock_table(self);
+        let table = self.read_recursive();
         table
             .relations
             .get(rel)
@@ -345,7 +346,7 @@ impl<R: Row + Send> Table for Mutex<Materialized<R>> {
     }
 
     fn for_each(&self, rel: usize, arity: usize, f: &mut dyn FnMut(&[u32])) {
-        let table = lock_table(self);
+        let table = self.read_recursive();
         let Some(relation) = table.relations.get(rel) else {
             return;
         };
@@ -362,14 +363,14 @@ impl<R: Row + Send> Table for Mutex<Materialized<R>> {
 }
 
 /// A worker's table, shared by its `distinct` and the handle.
-pub(crate) type SharedTable<R> = Arc<Mutex<Materialized<R>>>;
+pub(crate) type SharedTable<R> = Arc<RwLock<Materialized<R>>>;
 
-/// Lock the table. A worker that panicked while holding it has failed the engine
-/// already (its reply says so); the table is still readable.
-fn lock_table<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
-    table
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Lock the table to change it (its worker). The handle only reads it, between
+/// commits, and may read it again inside a read (`read_recursive`, see
+/// `mirror::Part`'s locks). A worker that panicked while holding it has failed the
+/// engine already (its reply says so); the table is still readable.
+fn lock_table<T>(table: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    table.write()
 }
 
 /// `distinct(input + base)`: every fact with a positive count, once, met at once with
@@ -898,7 +899,7 @@ mod tests {
     fn the_table_answers_as_the_materialization() {
         // Relation 1 is ternary; relation 2 unary. Facts are stored up to their last
         // non-zero word, so (1, 4, 0) is stored as [1, 1, 4] until a wider fact comes.
-        let table: Mutex<Materialized<[u32; 8]>> = Mutex::default();
+        let table: RwLock<Materialized<[u32; 8]>> = RwLock::default();
         let mut emitted = 0;
         {
             let mut t = lock_table(&table);
@@ -922,7 +923,7 @@ mod tests {
         }
         assert_eq!(emitted, 3);
         // The row of zeros (relation 0, values 0) is stored in no words at all.
-        let zeros: Mutex<Materialized<[u32; 8]>> = Mutex::default();
+        let zeros: RwLock<Materialized<[u32; 8]>> = RwLock::default();
         process(&mut lock_table(&zeros), [([0; 8], 1)], [], 1, |_, _, _| {});
         let mut got = Vec::new();
         zeros.for_each(0, 2, &mut |t| got.push(t.to_vec()));

@@ -34,7 +34,8 @@
 
 use super::types::Mult;
 use crate::store::FlatSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 /// A worker's share of the materialization kept by the circuit itself (the
 /// `distinct`'s table, [`super::distinct::Materialized`]), which the handle reads
@@ -225,16 +226,28 @@ fn change(sets: &mut [FlatSet], row: &[u32], d: isize) -> Result<(), String> {
     }
 }
 
-/// Lock a part. A worker that panicked while holding it has failed the engine already
-/// (its reply says so); the part is still readable.
-pub(crate) fn lock(part: &Mutex<Part>) -> MutexGuard<'_, Part> {
-    part.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A part, shared by its worker and the handle.
+pub(crate) type SharedPart = Arc<RwLock<Part>>;
+
+/// Lock a part to change it (a worker during a commit, the handle between commits).
+/// A worker that panicked while holding it has failed the engine already (its reply
+/// says so); the part is still readable.
+pub(crate) fn lock(part: &RwLock<Part>) -> RwLockWriteGuard<'_, Part> {
+    part.write()
+}
+
+/// Lock a part to read it. A read may be taken inside another: a caller may ask
+/// whether a fact is in the materialization, or a base fact, while it goes through
+/// the facts of a relation (`Engine::for_each_fact`), and a worker waiting to write
+/// does not block it (`read_recursive`).
+fn read(part: &RwLock<Part>) -> RwLockReadGuard<'_, Part> {
+    part.read_recursive()
 }
 
 /// The copy: one part per worker of this process.
 #[derive(Clone, Debug)]
 pub(crate) struct Mirror {
-    parts: Vec<Arc<Mutex<Part>>>,
+    parts: Vec<SharedPart>,
 }
 
 impl Mirror {
@@ -242,7 +255,7 @@ impl Mirror {
     pub fn new(parts: usize, arities: impl Iterator<Item = usize> + Clone) -> Mirror {
         let parts = (0..parts.max(1))
             .map(|_| {
-                Arc::new(Mutex::new(Part {
+                Arc::new(RwLock::new(Part {
                     sets: arities.clone().map(FlatSet::new).collect(),
                     ..Part::default()
                 }))
@@ -252,7 +265,7 @@ impl Mirror {
     }
 
     /// The parts, for the workers (part `i` to local worker `i`).
-    pub fn parts(&self) -> &[Arc<Mutex<Part>>] {
+    pub fn parts(&self) -> &[SharedPart] {
         &self.parts
     }
 
@@ -273,22 +286,22 @@ impl Mirror {
     /// The arity of each relation.
     pub fn arities(&self) -> Vec<usize> {
         self.parts.first().map_or_else(Vec::new, |p| {
-            lock(p).sets.iter().map(FlatSet::arity).collect()
+            read(p).sets.iter().map(FlatSet::arity).collect()
         })
     }
 
     pub fn len(&self, rel: usize) -> usize {
-        self.parts.iter().map(|p| lock(p).len(rel)).sum()
+        self.parts.iter().map(|p| read(p).len(rel)).sum()
     }
 
     pub fn contains(&self, rel: usize, tuple: &[u32]) -> bool {
-        self.parts.iter().any(|p| lock(p).contains(rel, tuple))
+        self.parts.iter().any(|p| read(p).contains(rel, tuple))
     }
 
     /// Call `f` on every fact of a relation, part after part.
     pub fn for_each(&self, rel: usize, f: &mut dyn FnMut(&[u32])) {
         for p in &self.parts {
-            lock(p).for_each(rel, f);
+            read(p).for_each(rel, f);
         }
     }
 
@@ -301,7 +314,7 @@ impl Mirror {
     /// handle reads is then the circuit's state, also in the middle of a commit that
     /// failed or was refused.
     pub fn shares_tables(&self) -> bool {
-        self.parts.iter().any(|p| lock(p).table.is_some())
+        self.parts.iter().any(|p| read(p).table.is_some())
     }
 
     /// Apply a change to part `part` of a copy (a recorded change of its worker, once
@@ -322,7 +335,7 @@ impl Mirror {
     pub fn usage(&self) -> (u64, u64) {
         let (mut records, mut bytes) = (0, 0);
         for p in &self.parts {
-            let (r, b) = sets_usage(&lock(p).sets);
+            let (r, b) = sets_usage(&read(p).sets);
             records += r;
             bytes += b;
         }
@@ -331,7 +344,7 @@ impl Mirror {
 
     /// The number of relations.
     fn relations(&self) -> usize {
-        self.parts.first().map_or(0, |p| lock(p).sets.len())
+        self.parts.first().map_or(0, |p| read(p).sets.len())
     }
 
     /// The facts of `self` that `other` lacks: `f(relation, fact)` for each.

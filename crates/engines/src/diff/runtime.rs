@@ -13,15 +13,15 @@
 use super::compile::{Shared, TableEntry, Tables};
 use super::dataflow::build;
 use super::memory::Usage;
-use super::mirror::{Mode, Part, lock};
+use super::mirror::{Mode, SharedPart, lock};
 use super::types::{Mult, Row};
 use crate::MemoryUsage;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use differential_dataflow::consolidation::consolidate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 use timely::communication::WorkerGuards;
@@ -167,7 +167,7 @@ impl Runtime {
         idle_merge_effort: Option<isize>,
         cluster: Option<&Cluster>,
         role: Role,
-        parts: &[Arc<Mutex<Part>>],
+        parts: &[SharedPart],
     ) -> Result<Runtime, String> {
         let e = idle_merge_effort;
         let c = cluster.cloned();
@@ -362,7 +362,7 @@ fn start_typed<R: Row>(
     idle_merge_effort: Option<isize>,
     cluster: Option<Cluster>,
     role: Role,
-    parts: Vec<Arc<Mutex<Part>>>,
+    parts: Vec<SharedPart>,
 ) -> Result<Runtime, String> {
     let workers = workers.max(1);
     if parts.len() != workers {
@@ -656,7 +656,7 @@ fn run_worker<R: Row>(
     shared: Arc<Shared>,
     setup: Setup,
     control: Arc<Control>,
-    part: Arc<Mutex<Part>>,
+    part: SharedPart,
 ) {
     let (index, peers) = (worker.index(), worker.peers());
     let buckets = if peers == 1 { 1 } else { 8 * peers as u32 };

@@ -15,7 +15,14 @@ use timely::progress::frontier::Antichain;
 /// `[pattern, key values.., 0..]`, an index value (the free values) or a
 /// substitution's variable slots.
 pub(crate) trait Row:
-    differential_dataflow::ExchangeData + Hash + Copy + Default + Debug + AsRef<[u32]> + AsMut<[u32]>
+    differential_dataflow::ExchangeData
+    + Hash
+    + Copy
+    + Default
+    + Debug
+    + AsRef<[u32]>
+    + AsMut<[u32]>
+    + Sync
 {
 }
 
