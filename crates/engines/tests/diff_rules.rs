@@ -215,3 +215,127 @@ fn removing_the_rule_of_an_implicit_relation_drops_it() {
         assert_eq!(engine.len(rev), 3);
     }
 }
+
+/// The handle's copy of the base facts of a relation, in records (`Engine::memory`).
+fn base_records(engine: &mut Diff) -> u64 {
+    let usage = engine.memory().expect("memory");
+    let part = usage.parts.iter().find(|p| p.name == "base facts (handle)");
+    part.expect("a part for the base facts").records
+}
+
+/// A relation that no rule derives leaves its base facts to the materialization (the
+/// handle keeps no copy, module `diff::base`): inserting a present fact or removing an
+/// absent one still changes nothing, also when a commit changes a fact twice, and the
+/// copy comes back when a rule comes to derive the relation, when the dataflow is
+/// rebuilt, and while limits are set.
+#[test]
+fn base_facts_of_underived_relations_are_the_materialization() {
+    for workers in [1, 2] {
+        let p0 = with_rules(None, &["path(x, y) :- edge(x, y)."]);
+        let edge = p0.relation_id("edge").unwrap();
+        let node = p0.relation_id("node").unwrap();
+        let mut engine = Diff::new(p0.clone(), workers).expect("starts");
+        engine.track_changes(true);
+        let mut base: Vec<(RelId, Vec<Value>)> = vec![
+            (edge, vec![1, 2]),
+            (edge, vec![2, 3]),
+            (edge, vec![3, 4]),
+            (node, vec![9]),
+        ];
+        for (r, t) in &base {
+            engine.insert(*r, t);
+        }
+        engine.commit().expect("commits");
+        let prev = check(&engine, &p0, &base, &vec![], "load");
+        assert_eq!(
+            base_records(&mut engine),
+            0,
+            "no copy of underived relations"
+        );
+
+        // Set semantics against the materialization, in the order staged.
+        engine.insert(edge, &[1, 2]); // present
+        engine.remove(edge, &[7, 8]); // absent
+        engine.remove(edge, &[2, 3]); // removed, then back
+        engine.insert(edge, &[2, 3]);
+        engine.insert(edge, &[5, 6]); // added, then gone
+        engine.remove(edge, &[5, 6]);
+        engine.remove(edge, &[3, 4]); // removed twice
+        engine.remove(edge, &[3, 4]);
+        engine.insert(edge, &[4, 5]); // added twice
+        engine.insert(edge, &[4, 5]);
+        engine.commit().expect("commits");
+        base.retain(|(r, t)| (*r, t.as_slice()) != (edge, &[3, 4][..]));
+        base.push((edge, vec![4, 5]));
+        let prev = check(&engine, &p0, &base, &prev, "update");
+        assert!(engine.is_base(edge, &[4, 5]) && engine.is_base(edge, &[2, 3]));
+        assert!(!engine.is_base(edge, &[3, 4]) && !engine.is_base(edge, &[5, 6]));
+        assert!(engine.is_base(node, &[9]) && !engine.is_base(node, &[1]));
+
+        // A rule now derives `node`: its base facts are held again, and removing the
+        // base fact of a node the rule also derives keeps the node.
+        let p1 = with_rules(
+            Some(&p0),
+            &["path(x, y) :- edge(x, y).", "node(a) :- edge(a, _)."],
+        );
+        engine.set_program(p1.clone());
+        engine.insert(node, &[1]);
+        engine.commit().expect("commits");
+        base.push((node, vec![1]));
+        let prev = check(&engine, &p1, &base, &prev, "a rule derives node");
+        assert_eq!(base_records(&mut engine), 2, "node's base facts are held");
+        engine.remove(node, &[1]);
+        engine.remove(node, &[9]);
+        engine.commit().expect("commits");
+        base.retain(|(r, _)| *r != node);
+        let prev = check(&engine, &p1, &base, &prev, "node's base facts removed");
+        assert!(engine.contains(node, &[1]) && !engine.is_base(node, &[1]));
+
+        // The rule goes: node is underived again, and empty.
+        engine.set_program(p0.clone());
+        engine.insert(node, &[7]);
+        engine.commit().expect("commits");
+        base.push((node, vec![7]));
+        let prev = check(&engine, &p0, &base, &prev, "the rule of node goes");
+        assert_eq!(base_records(&mut engine), 0);
+
+        // A rule wider than the dataflow: rebuilt from the base facts.
+        let p2 = with_rules(
+            Some(&p0),
+            &[
+                "path(x, y) :- edge(x, y).",
+                "far(a, e) :- edge(a, b), edge(b, c), edge(c, d), edge(d, e), node(a).",
+            ],
+        );
+        engine.set_program(p2.clone());
+        engine.insert(edge, &[5, 6]);
+        engine.commit().expect("commits");
+        base.push((edge, vec![5, 6]));
+        let prev = check(&engine, &p2, &base, &prev, "rebuilt");
+        engine.remove(edge, &[1, 2]);
+        engine.commit().expect("commits");
+        base.retain(|(r, t)| (*r, t.as_slice()) != (edge, &[1, 2][..]));
+        let prev = check(&engine, &p2, &base, &prev, "update after the rebuild");
+
+        // With limits, a refused commit goes back to the base facts before it.
+        engine
+            .set_limits(dynalog_engines::Limits {
+                max_changes: Some(1),
+                ..dynalog_engines::Limits::NONE
+            })
+            .expect("limits in one process");
+        engine.insert(edge, &[6, 7]);
+        engine.remove(edge, &[2, 3]);
+        let refused = engine.commit();
+        assert!(refused.is_err(), "over the limit: {refused:?}");
+        assert!(engine.is_base(edge, &[2, 3]) && !engine.is_base(edge, &[6, 7]));
+        engine
+            .set_limits(dynalog_engines::Limits::NONE)
+            .expect("no limits");
+        engine.insert(edge, &[6, 7]);
+        engine.commit().expect("commits");
+        base.push((edge, vec![6, 7]));
+        check(&engine, &p2, &base, &prev, "after a refused commit");
+        assert_eq!(base_records(&mut engine), 0);
+    }
+}
