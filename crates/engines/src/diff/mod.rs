@@ -207,7 +207,8 @@
 //! * the `distinct`'s tables, one per relation (module `steps`): a 4-byte slot number
 //!   in a hash table, the values cut to the words facts use (not the circuit's width;
 //!   the relation is the table's), and the fact's steps varint-encoded in 12 bytes
-//!   (27.4 bytes a fact, the slack of the vectors' growth included). The same steps
+//!   (27.4 bytes a fact, the slack of the vectors' growth included; a table whose
+//!   histories are all short gives them 4 or 8). The same steps
 //!   are the facts' history that a pattern added later meets (module `entries`);
 //! * per join stage, the arrangement of the substitutions waiting there at an atom
 //!   that is not their rule's last; those at a last atom, per key in the last atoms'

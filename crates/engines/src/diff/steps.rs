@@ -19,11 +19,16 @@
 //!   comes (rarely: at most once per word of the circuit's width). A table holds the
 //!   facts of one relation (the `distinct` keeps one per relation), so the relation,
 //!   a row's first word, is stored once for the table, not per row;
-//! * each fact's steps in 12 bytes beside it, varint-encoded: per step the round's
-//!   distance from the previous step's, then the zigzagged packed change (see
-//!   [`Step`]). A step of a count change within ±15 at a round less than 128 rounds
-//!   after the previous one takes 2 bytes, so five such steps fit; a longer history
-//!   goes to a side list of step vectors, and the 12 bytes hold its index.
+//! * each fact's steps beside it, varint-encoded: per step the round's distance from
+//!   the previous step's plus one, then the zigzagged packed change (see [`Step`]),
+//!   the zeros after the last step ending the history. A step of a count change
+//!   within ±15 at a round less than 127 rounds after the previous one takes 2 bytes.
+//!   A table gives every fact the same bytes of steps, as few as its longest inline
+//!   history needs: 4 (two such steps), 8, or 12 (six), growing when a longer history
+//!   comes (rarely: at most twice per table). A history longer than 12 bytes goes to
+//!   a side list of step vectors, and the 12 bytes hold its index. On OWL 2 RL over
+//!   LUBM(50), where every history takes 2 or 4 bytes, 12 bytes a fact were 79 MB of
+//!   the 263 the `distinct` kept; transitive closure's longer histories keep 12;
 //!
 //! * while the `distinct` adds up one time's heads here ([`Facts::add_waiting`]), each
 //!   fact's change waiting for that time (a byte a fact, freed after each commit; a
@@ -113,38 +118,39 @@ pub(crate) fn presence(steps: &[Step]) -> i32 {
     steps.iter().map(|s| s.output()).sum()
 }
 
-/// The 12 bytes of a fact's steps: `[n, encoded steps..]` with `n` ≤ [`INLINE`] the
-/// length of the encoding, or `[SPILLED, 0, 0, 0, index (4 bytes, little-endian), ..]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Packed([u8; 12]);
+/// The most bytes a fact's steps take in a table: the widest of the widths a table's
+/// histories grow through (4, 8, then 12 bytes a fact: [`Facts::widen_steps`]).
+const STEP_BYTES: usize = 12;
 
-const INLINE: usize = 11;
-const SPILLED: u8 = 0xFF;
+/// The first two bytes of a spilled history (in a table of [`STEP_BYTES`] a fact):
+/// `[0x80, 0, 0, 0, index (4 bytes, little-endian), 0, 0, 0, 0]`. No encoding starts
+/// so (a varint's continuation byte is never followed by a zero byte).
+const SPILL_MARK: [u8; 2] = [0x80, 0];
 
-fn put_varint(out: &mut [u8; 12], at: &mut usize, mut v: u32) -> bool {
+/// Write `v` as a varint at `*at` of `out`; false if it does not fit.
+fn put_varint(out: &mut [u8], at: &mut usize, mut v: u64) -> bool {
     loop {
-        if *at > INLINE {
+        let Some(byte) = out.get_mut(*at) else {
             return false;
-        }
-        let byte = (v & 0x7F) as u8;
+        };
+        *at += 1;
+        let low = (v & 0x7F) as u8;
         v >>= 7;
         if v == 0 {
-            out[*at] = byte;
-            *at += 1;
+            *byte = low;
             return true;
         }
-        out[*at] = byte | 0x80;
-        *at += 1;
+        *byte = low | 0x80;
     }
 }
 
-fn get_varint(bytes: &[u8], at: &mut usize) -> u32 {
-    let mut v = 0u32;
+fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
     let mut shift = 0;
     loop {
         let byte = bytes[*at];
         *at += 1;
-        v |= ((byte & 0x7F) as u32) << shift;
+        v |= ((byte & 0x7F) as u64) << shift;
         if byte & 0x80 == 0 {
             return v;
         }
@@ -152,63 +158,40 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> u32 {
     }
 }
 
-impl Packed {
-    /// The steps encoded inline, or `None` if they take more than [`INLINE`] bytes.
-    /// The steps are sorted by round.
-    fn encode(steps: &[Step]) -> Option<Packed> {
-        let mut out = [0u8; 12];
-        let mut at = 1;
-        let mut previous = 0;
-        for s in steps {
-            let zigzag = ((s.packed << 1) ^ (s.packed >> 31)) as u32;
-            if !put_varint(&mut out, &mut at, s.round - previous)
-                || !put_varint(&mut out, &mut at, zigzag)
-            {
-                return None;
-            }
-            previous = s.round;
+/// Encode `steps` (sorted by round) into `out` (zeroed): per step, its round's
+/// distance from the previous step's plus one, then its zigzagged packed change, both
+/// varints. The distance plus one is never 0, so the zeros after the last step end
+/// the encoding (no length byte), and an encoding that fits in 4 bytes is the same in
+/// 8 or 12. False if it does not fit.
+fn encode(steps: &[Step], out: &mut [u8]) -> bool {
+    let (mut at, mut previous) = (0, 0u32);
+    for s in steps {
+        let zigzag = ((s.packed << 1) ^ (s.packed >> 31)) as u32;
+        if !put_varint(out, &mut at, u64::from(s.round - previous) + 1)
+            || !put_varint(out, &mut at, u64::from(zigzag))
+        {
+            return false;
         }
-        out[0] = (at - 1) as u8;
-        Some(Packed(out))
+        previous = s.round;
     }
+    true
+}
 
-    fn spilled(index: u32) -> Packed {
-        let mut out = [0u8; 12];
-        out[0] = SPILLED;
-        out[4..8].copy_from_slice(&index.to_le_bytes());
-        Packed(out)
+/// Call `f(round, packed)` on each step encoded in `bytes` ([`encode`]).
+#[inline]
+fn decode(bytes: &[u8], mut f: impl FnMut(u32, i32)) {
+    let (mut at, mut round) = (0, 0u32);
+    while at < bytes.len() && bytes[at] != 0 {
+        round += (get_varint(bytes, &mut at) - 1) as u32;
+        let zigzag = get_varint(bytes, &mut at) as u32;
+        f(round, ((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32));
     }
+}
 
-    /// The index of the spilled steps, if they are.
-    fn spill_index(self) -> Option<usize> {
-        (self.0[0] == SPILLED)
-            .then(|| u32::from_le_bytes([self.0[4], self.0[5], self.0[6], self.0[7]]) as usize)
-    }
-
-    /// The sum of the presence changes of the steps encoded inline (decoded in place).
-    fn presence(self) -> i32 {
-        let n = 1 + self.0[0] as usize;
-        let (mut at, mut sum) = (1, 0);
-        while at < n {
-            get_varint(&self.0, &mut at);
-            let zigzag = get_varint(&self.0, &mut at);
-            let packed = ((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32);
-            sum += (packed & 3) - 1;
-        }
-        sum
-    }
-
-    fn decode_into(self, into: &mut Steps) {
-        let n = 1 + self.0[0] as usize;
-        let mut at = 1;
-        let mut round = 0;
-        while at < n {
-            round += get_varint(&self.0, &mut at);
-            let zigzag = get_varint(&self.0, &mut at);
-            let packed = ((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32);
-            into.push(Step { round, packed });
-        }
-    }
+/// The index of the spilled steps, if `bytes` say they are.
+fn spill_index(bytes: &[u8]) -> Option<usize> {
+    (bytes.len() == STEP_BYTES && bytes[..2] == SPILL_MARK)
+        .then(|| u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize)
 }
 
 /// The facts of a worker's `distinct`, each with its steps (non-empty, except for a
@@ -226,7 +209,11 @@ pub(crate) struct Facts<R> {
     /// fact past `1 + stride` is 0.
     rows: Vec<u32>,
     stride: usize,
-    steps: Vec<Packed>,
+    /// Every fact's steps, `step_bytes()` each (module docs): as few as the longest
+    /// inline history needs, of 4, 8 or 12.
+    steps: Vec<u8>,
+    /// `step_bytes() / 4 - 1`.
+    step_words: usize,
     /// Histories too long to be inline, and the free places of this list.
     spill: Vec<Vec<Step>>,
     free: Vec<u32>,
@@ -434,7 +421,20 @@ impl<R: Row> Facts<R> {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.steps.len()
+        self.steps.len() / self.step_bytes()
+    }
+
+    /// The bytes of a fact's steps in this table.
+    #[inline]
+    fn step_bytes(&self) -> usize {
+        4 * (1 + self.step_words)
+    }
+
+    /// The encoded steps of slot `i`.
+    #[inline]
+    fn steps_at(&self, i: usize) -> &[u8] {
+        let b = self.step_bytes();
+        &self.steps[i * b..(i + 1) * b]
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -540,10 +540,14 @@ impl<R: Row> Facts<R> {
     /// Whether the fact of `slot` is in the materialization: its presence after its
     /// last step (the sum of its steps' presence changes) is 1.
     pub(crate) fn present(&self, slot: Slot) -> bool {
-        let packed = self.steps[slot.0 as usize];
-        let sum: i32 = match packed.spill_index() {
+        let bytes = self.steps_at(slot.0 as usize);
+        let sum: i32 = match spill_index(bytes) {
             Some(i) => presence(&self.spill[i]),
-            None => packed.presence(),
+            None => {
+                let mut sum = 0;
+                decode(bytes, |_, packed| sum += (packed & 3) - 1);
+                sum
+            }
         };
         sum > 0
     }
@@ -590,28 +594,39 @@ impl<R: Row> Facts<R> {
     /// Decode the steps of `slot` into `into` (cleared first).
     pub(crate) fn steps(&self, slot: Slot, into: &mut Steps) {
         into.clear();
-        let packed = self.steps[slot.0 as usize];
-        match packed.spill_index() {
+        let bytes = self.steps_at(slot.0 as usize);
+        match spill_index(bytes) {
             Some(i) => into.extend_from_slice(&self.spill[i]),
-            None => packed.decode_into(into),
+            None => decode(bytes, |round, packed| into.push(Step { round, packed })),
         }
     }
 
-    /// Store `steps` (sorted by round) as the history of `slot`.
+    /// Store `steps` (sorted by round) as the history of `slot`: inline if they fit in
+    /// the table's bytes per fact, which grow to fit them, up to [`STEP_BYTES`] (the
+    /// old history's spilled list freed); else in the old history's spilled list or a
+    /// new one.
     pub(crate) fn set_steps(&mut self, slot: Slot, steps: &[Step]) {
-        let old = self.steps[slot.0 as usize];
-        self.steps[slot.0 as usize] = self.pack(old, steps);
-    }
-
-    /// The packed form of `steps` for a slot whose packed form was `old`: inline if it
-    /// fits (freeing `old`'s spilled list), else in `old`'s spilled list or a new one.
-    fn pack(&mut self, old: Packed, steps: &[Step]) -> Packed {
-        let old_spill = old.spill_index();
-        if let Some(packed) = Packed::encode(steps) {
+        let id = slot.0 as usize;
+        let old_spill = spill_index(self.steps_at(id));
+        let mut inline = [0u8; STEP_BYTES];
+        let fits = loop {
+            let b = self.step_bytes();
+            if encode(steps, &mut inline[..b]) {
+                break true;
+            }
+            if b == STEP_BYTES {
+                break false;
+            }
+            inline = [0; STEP_BYTES];
+            self.widen_steps();
+        };
+        let b = self.step_bytes();
+        if fits {
             if let Some(i) = old_spill {
                 self.unspill(i);
             }
-            return packed;
+            self.steps[id * b..(id + 1) * b].copy_from_slice(&inline[..b]);
+            return;
         }
         let i = match old_spill {
             Some(i) => i,
@@ -628,7 +643,23 @@ impl<R: Row> Facts<R> {
         list.clear();
         list.extend_from_slice(steps);
         self.spill_bytes += (list.capacity() * std::mem::size_of::<Step>()) as u64;
-        Packed::spilled(i as u32)
+        let mut mark = [0u8; STEP_BYTES];
+        mark[..2].copy_from_slice(&SPILL_MARK);
+        mark[4..8].copy_from_slice(&(i as u32).to_le_bytes());
+        self.steps[id * b..(id + 1) * b].copy_from_slice(&mark);
+    }
+
+    /// Give every fact 4 more bytes of steps (its encoding is unchanged: the zeros
+    /// after it end it). Below [`STEP_BYTES`] a fact, no history is spilled.
+    fn widen_steps(&mut self) {
+        let (n, b) = (self.len(), self.step_bytes());
+        let mut wider = Vec::with_capacity(self.steps.capacity() / b * (b + 4));
+        for i in 0..n {
+            wider.extend_from_slice(&self.steps[i * b..(i + 1) * b]);
+            wider.extend_from_slice(&[0; 4]);
+        }
+        self.steps = wider;
+        self.step_words += 1;
     }
 
     fn unspill(&mut self, i: usize) {
@@ -718,16 +749,17 @@ impl<R: Row> Facts<R> {
             self.len() < MAX_FACTS,
             "distinct: more than 2^28 - 1 facts of one relation on one worker (use more workers)"
         );
-        let packed = self.pack(Packed::default(), steps);
         let width = used_words(f.as_ref()).saturating_sub(1);
         if width > self.stride {
             self.widen(width);
         }
         let s = self.stride;
         reserve_quarter(&mut self.rows, s);
-        reserve_quarter(&mut self.steps, 1);
+        let b = self.step_bytes();
+        reserve_quarter(&mut self.steps, b);
         self.rows.extend_from_slice(&f.as_ref()[1..=s]);
-        self.steps.push(packed);
+        self.steps.resize(self.steps.len() + b, 0);
+        self.set_steps(Slot(id), steps);
         let len = self.len();
         for lane in &mut self.lanes {
             lane.push(len);
@@ -745,7 +777,7 @@ impl<R: Row> Facts<R> {
     pub(crate) fn remove(&mut self, slot: Slot) {
         let id = slot.0;
         debug_assert!(!self.is_touched(id as usize), "a waiting change forgotten");
-        if let Some(i) = self.steps[id as usize].spill_index() {
+        if let Some(i) = spill_index(self.steps_at(id as usize)) {
             self.unspill(i);
         }
         let hole = self.place_of(self.hash_of(id as usize), id);
@@ -755,7 +787,10 @@ impl<R: Row> Facts<R> {
         let (at, end) = (id as usize * s, last as usize * s);
         self.rows.copy_within(end..end + s, at);
         self.rows.truncate(end);
-        self.steps.swap_remove(id as usize);
+        let b = self.step_bytes();
+        let (at, end) = (id as usize * b, last as usize * b);
+        self.steps.copy_within(end..end + b, at);
+        self.steps.truncate(end);
         for lane in &mut self.lanes {
             lane.swap_remove(id, last);
         }
@@ -816,7 +851,8 @@ impl<R: Row> Facts<R> {
 
     /// Give memory back when at most a quarter of what is allocated is used.
     pub(crate) fn shrink_if_sparse(&mut self) {
-        if self.steps.capacity() > 64 && self.steps.len() < self.steps.capacity() / 4 {
+        let b = self.step_bytes();
+        if self.steps.capacity() > 64 * b && self.steps.len() < self.steps.capacity() / 4 {
             self.rows.shrink_to_fit();
             self.steps.shrink_to_fit();
             let len = self.len();
@@ -845,7 +881,7 @@ impl<R: Row> Facts<R> {
         (self.index.capacity() * std::mem::size_of::<u32>()) as u64
             + self.lanes.iter().map(Lane::bytes).sum::<u64>()
             + (self.rows.capacity() * std::mem::size_of::<u32>()
-                + self.steps.capacity() * std::mem::size_of::<Packed>()
+                + self.steps.capacity()
                 + self.spill.capacity() * std::mem::size_of::<Vec<Step>>()
                 + self.free.capacity() * std::mem::size_of::<u32>()) as u64
             + self.spill_bytes
@@ -923,21 +959,64 @@ mod tests {
             // A level's first round is `level << 22`: four bytes of distance.
             steps(&[(3 << 22, 2, 1), ((3 << 22) + 1, 1, 0)]),
         ];
-        for case in cases {
-            let packed = Packed::encode(&case).expect("inline");
-            assert!(packed.spill_index().is_none());
+        let at_most = steps(&[(u32::MAX, COUNT_LIMIT - 1, 1), (u32::MAX, 0, 0)]);
+        for case in cases.into_iter().chain([at_most]) {
+            let mut bytes = [0u8; STEP_BYTES];
+            assert!(encode(&case, &mut bytes), "inline: {case:?}");
+            assert!(spill_index(&bytes).is_none());
             let mut back = Steps::new();
-            packed.decode_into(&mut back);
+            decode(&bytes, |round, packed| back.push(Step { round, packed }));
             assert_eq!(&back[..], &case[..]);
-            let presence: i32 = case.iter().map(|s| s.output()).sum();
-            assert_eq!(packed.presence(), presence);
         }
         // Big counts, far rounds, many steps: not inline.
+        let far = steps(&[
+            (u32::MAX - 5, COUNT_LIMIT - 1, 1),
+            (u32::MAX, -COUNT_LIMIT, -1),
+        ]);
+        assert!(!encode(&far, &mut [0; STEP_BYTES]));
+        let many: Vec<Step> = (0..7).map(|r| Step::new(r, 1, 0)).collect();
+        assert!(!encode(&many, &mut [0; STEP_BYTES]));
         assert!(
-            Packed::encode(&steps(&[(u32::MAX, COUNT_LIMIT - 1, 1), (u32::MAX, 0, 0)])).is_none()
+            encode(&many[..6], &mut [0; STEP_BYTES]),
+            "six short steps fit"
         );
-        let many: Vec<Step> = (0..6).map(|r| Step::new(r, 1, 0)).collect();
-        assert!(Packed::encode(&many).is_none());
+    }
+
+    #[test]
+    fn a_table_gives_its_facts_only_the_bytes_of_steps_their_histories_need() {
+        let mut facts: Facts<[u32; 3]> = Facts::new(1);
+        let one = steps(&[(1, 1, 1)]); // 2 bytes
+        let two = steps(&[(1, 1, 1), (2, -1, -1)]); // 4
+        let three = steps(&[(1, 1, 1), (2, -1, -1), (3, 1, 1)]); // 6
+        let five = steps(&[(1, 1, 1), (2, -1, -1), (3, 1, 1), (4, 1, 0), (5, -1, 0)]);
+        let long: Vec<Step> = (0..9).map(|r| Step::new(r * 1000, 1, 0)).collect();
+        let mut expected = Vec::new();
+        for (x, (history, bytes)) in [
+            (&one, 4),
+            (&two, 4),
+            (&one, 4),
+            (&three, 8),
+            (&five, 12),
+            (&long, 12),
+            (&two, 12),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for y in 0..50 {
+                facts.insert([1, x as u32, y], history);
+                expected.push(([1, x as u32, y], history));
+            }
+            assert_eq!(facts.step_bytes(), bytes, "after the histories of {x}");
+        }
+        assert_eq!(facts.spilled(), 50);
+        let mut got = Steps::new();
+        for (f, history) in expected {
+            let slot = facts.find(&f).expect("stored");
+            facts.steps(slot, &mut got);
+            assert_eq!(&got[..], &history[..], "{f:?}");
+            assert_eq!(facts.present(slot), presence(history) > 0, "{f:?}");
+        }
     }
 
     #[test]
