@@ -62,37 +62,68 @@ pub(super) fn realize(mirror: &Mirror, rel: usize, arity: usize) -> SortedSet {
 pub(super) enum BaseSet<'a> {
     /// Held by the handle.
     Held(SortedSet),
-    /// Mirrored: the materialization of the last commit, and the changes applied to
-    /// it so far in this commit.
-    Mirrored {
-        mirror: &'a Mirror,
-        rel: usize,
-        arity: usize,
-        /// Facts inserted by this commit that the materialization lacks.
-        added: FlatSet,
-        /// Facts of the materialization removed by this commit.
-        removed: FlatSet,
-    },
+    /// Mirrored: read from the materialization.
+    Mirrored(Overlay<'a>),
+}
+
+/// A mirrored relation's base facts during a commit: the materialization of the last
+/// commit, and the changes applied to it so far in this commit.
+pub(super) struct Overlay<'a> {
+    mirror: &'a Mirror,
+    rel: usize,
+    arity: usize,
+    /// Facts inserted by this commit that the materialization lacks.
+    added: FlatSet,
+    /// Facts of the materialization removed by this commit.
+    removed: FlatSet,
 }
 
 impl<'a> BaseSet<'a> {
     /// Mirrored relation `rel` of `arity` values.
     pub fn mirrored(mirror: &'a Mirror, rel: usize, arity: usize) -> BaseSet<'a> {
-        BaseSet::Mirrored {
+        BaseSet::Mirrored(Overlay {
             mirror,
             rel,
             arity,
             added: FlatSet::new(arity),
             removed: FlatSet::new(arity),
-        }
+        })
     }
 
     /// The held set back, if it is one.
     pub fn into_held(self) -> Option<SortedSet> {
         match self {
             BaseSet::Held(set) => Some(set),
-            BaseSet::Mirrored { .. } => None,
+            BaseSet::Mirrored(_) => None,
         }
+    }
+}
+
+impl Overlay<'_> {
+    fn insert(&mut self, tuple: &[Value]) -> bool {
+        if self.mirror.contains(self.rel, tuple) {
+            // Present unless removed earlier in the commit.
+            self.removed.remove(tuple)
+        } else {
+            self.added.insert(tuple)
+        }
+    }
+
+    fn remove(&mut self, tuple: &[Value]) -> bool {
+        if self.mirror.contains(self.rel, tuple) {
+            self.removed.insert(tuple)
+        } else {
+            self.added.remove(tuple)
+        }
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
+        self.mirror.for_each(self.rel, &mut |t| {
+            if !self.removed.contains(t) {
+                f(t)
+            }
+        });
+        self.added.iter().for_each(f);
     }
 }
 
@@ -104,66 +135,68 @@ impl FactSet for BaseSet<'_> {
     fn arity(&self) -> usize {
         match self {
             BaseSet::Held(set) => set.arity(),
-            BaseSet::Mirrored { arity, .. } => *arity,
+            BaseSet::Mirrored(o) => o.arity,
         }
     }
 
     fn insert(&mut self, tuple: &[Value]) -> bool {
         match self {
             BaseSet::Held(set) => set.insert(tuple),
-            BaseSet::Mirrored {
-                mirror,
-                rel,
-                added,
-                removed,
-                ..
-            } => {
-                if mirror.contains(*rel, tuple) {
-                    // Present unless removed earlier in the commit.
-                    removed.remove(tuple)
-                } else {
-                    added.insert(tuple)
-                }
-            }
+            BaseSet::Mirrored(o) => o.insert(tuple),
         }
     }
 
     fn remove(&mut self, tuple: &[Value]) -> bool {
         match self {
             BaseSet::Held(set) => set.remove(tuple),
-            BaseSet::Mirrored {
-                mirror,
-                rel,
-                added,
-                removed,
-                ..
-            } => {
-                if mirror.contains(*rel, tuple) {
-                    removed.insert(tuple)
-                } else {
-                    added.remove(tuple)
-                }
-            }
+            BaseSet::Mirrored(o) => o.remove(tuple),
         }
     }
 
     fn for_each(&self, f: &mut dyn FnMut(&[Value])) {
         match self {
             BaseSet::Held(set) => set.iter().for_each(f),
-            BaseSet::Mirrored {
-                mirror,
-                rel,
-                added,
-                removed,
-                ..
-            } => {
-                mirror.for_each(*rel, &mut |t| {
-                    if !removed.contains(t) {
-                        f(t)
-                    }
-                });
-                added.iter().for_each(f);
+            BaseSet::Mirrored(o) => o.for_each(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// A mirrored relation's base facts answer as a set would, under any sequence
+        /// of insertions and removals in a commit, from any materialization.
+        #[test]
+        fn a_mirrored_relation_has_set_semantics(
+            before in proptest::collection::btree_set((0u32..6, 0u32..6), 0..20),
+            ops in proptest::collection::vec((any::<bool>(), 0u32..6, 0u32..6), 0..60),
+        ) {
+            // Relation 1 of arity 2, in two parts, beside an empty relation 0.
+            let mirror = Mirror::new(2, [1usize, 2].into_iter());
+            for (i, &(a, b)) in before.iter().enumerate() {
+                mirror.change(i % 2, &[1, a, b], 1).expect("a copy takes changes");
             }
+            let mut model: BTreeSet<Vec<u32>> = before.iter().map(|&(a, b)| vec![a, b]).collect();
+            let mut set = BaseSet::mirrored(&mirror, 1, 2);
+            for (insert, a, b) in ops {
+                let t = [a, b];
+                let (got, want) = if insert {
+                    (set.insert(&t), model.insert(t.to_vec()))
+                } else {
+                    (set.remove(&t), model.remove(&t[..]))
+                };
+                prop_assert_eq!(got, want, "{} {:?}", if insert { "insert" } else { "remove" }, t);
+            }
+            let mut all = BTreeSet::new();
+            set.for_each(&mut |t| {
+                all.insert(t.to_vec());
+            });
+            prop_assert_eq!(all, model);
+            prop_assert!(set.into_held().is_none());
         }
     }
 }
