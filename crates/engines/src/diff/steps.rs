@@ -545,7 +545,9 @@ impl<R: Row> Facts<R> {
             Some(i) => presence(&self.spill[i]),
             None => {
                 let mut sum = 0;
-                decode(bytes, |_, packed| sum += (packed & 3) - 1);
+                decode(bytes, |round, packed| {
+                    sum += Step { round, packed }.output()
+                });
                 sum
             }
         };
