@@ -376,7 +376,9 @@ fn lock_table<T>(table: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 /// `distinct(input + base)`: every fact with a positive count, once, met at once with
 /// the patterns in use (module `entries`): the facts are not sent anywhere, only their
 /// records under the patterns. `input`'s updates (the heads of the round
-/// before, through the loop's feedback) are added up per fact and time as they come;
+/// before, through the loop's feedback, which leaves them the time they were derived
+/// at: a head of `(e, r)` counts at `(e, r + 1)`) are added up per fact and time as
+/// they come;
 /// `base`'s (the base facts, at most one update per fact and time) are queued as they
 /// are. Every update of a fact must reach the same worker: the caller places them (the
 /// operator does not move them, which saves the circuit an exchange in every round).
@@ -490,7 +492,9 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 hold_for_outputs(&mut held, &cap);
                 // Runs of one time each go at once to where that time's changes add
                 // up (which fetches ahead).
-                for_each_run(data, |t, run| {
+                for_each_run(data, |(epoch, round), run| {
+                    // Derived at `round`, the heads count from the next.
+                    let t = (epoch, round + 1);
                     let at = pending.entry(t).or_default();
                     if let Some(lane) = lanes.iter().position(|l| *l == Some(t)) {
                         // A time whose changes wait in the table of facts.
