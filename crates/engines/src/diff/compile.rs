@@ -293,7 +293,14 @@ impl CompiledRule {
             None => {
                 out[0] = self.head_rel;
                 for (k, e) in self.head.iter().enumerate() {
-                    match e.eval(slots, &self.symbols) {
+                    // Most head arguments are variables: read inline, not through the
+                    // general (out-of-line, recursive) `eval`.
+                    let v = match e {
+                        Expr::Var(v) => Some(slots[*v as usize]),
+                        Expr::Const(c) => Some(*c),
+                        e => e.eval(slots, &self.symbols),
+                    };
+                    match v {
                         Some(v) => out[k + 1] = v,
                         None => return Next::None,
                     }
