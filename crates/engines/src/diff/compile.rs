@@ -14,6 +14,7 @@ use dynalog_analysis::{
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// `key[0]` of a negated pattern: the pattern id with this bit set.
@@ -393,6 +394,20 @@ fn literal_vars(lit: &Literal) -> u64 {
 pub(crate) struct Shared {
     pub rules: RwLock<Vec<Arc<CompiledRule>>>,
     pub patterns: RwLock<Vec<Arc<PatternSpec>>>,
+    /// Whether some rule registered so far feeds an aggregate (its heads are tagged
+    /// `AGG`): until then, every head is a fact, and the circuit sends the heads on
+    /// without looking at each. Set before the rule is in `rules`, so a worker that
+    /// sees a tagged head (made with the rule) sees it set.
+    pub aggregates: AtomicBool,
+}
+
+impl Shared {
+    /// Note that `rule` is registered (see `aggregates`).
+    fn note(&self, rule: &CompiledRule) {
+        if rule.head_rel & AGG != 0 {
+            self.aggregates.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// One entry of the shared tables, as process 0 of a cluster sends it to the others
@@ -435,7 +450,10 @@ impl Shared {
         for e in entries {
             match e {
                 TableEntry::Pattern(id, spec) => append_at(&self.patterns, *id, spec, "pattern"),
-                TableEntry::Rule(id, rule) => append_at(&self.rules, *id, rule, "rule"),
+                TableEntry::Rule(id, rule) => {
+                    self.note(rule);
+                    append_at(&self.rules, *id, rule, "rule")
+                }
             }
         }
     }
@@ -570,6 +588,7 @@ impl Registry {
         if let Some(tag) = tag {
             compiled.head_rel = tag;
         }
+        self.shared.note(&compiled);
         let mut table = self.shared.rules.write().unwrap_or_else(|e| e.into_inner());
         let id = table.len() as u32;
         if id >= RULE_LIMIT {

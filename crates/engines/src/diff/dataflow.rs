@@ -48,6 +48,17 @@ fn split<'s, D: differential_dataflow::Data, const N: usize>(
     name: &str,
     route: impl Fn(&D) -> usize + 'static,
 ) -> [VecCollection<'s, Inner, D, Mult>; N] {
+    split_unless(c, name, route, || None)
+}
+
+/// [`split`], where `one_way()`, asked per container, may name the collection every
+/// update goes to without looking at each.
+fn split_unless<'s, D: differential_dataflow::Data, const N: usize>(
+    c: VecCollection<'s, Inner, D, Mult>,
+    name: &str,
+    route: impl Fn(&D) -> usize + 'static,
+    one_way: impl Fn() -> Option<usize> + 'static,
+) -> [VecCollection<'s, Inner, D, Mult>; N] {
     let mut builder = OperatorBuilder::new(name.to_owned(), c.inner.scope());
     let mut input = builder.new_input(c.inner, Pipeline);
     builder.set_notify_for(0, FrontierInterest::Never);
@@ -66,10 +77,11 @@ fn split<'s, D: differential_dataflow::Data, const N: usize>(
                 let mut sessions: Vec<_> = outputs.iter_mut().map(|o| o.session(&cap)).collect();
                 // A container all of whose updates go one way goes whole (the heads of
                 // a program without aggregates: millions a round in a closure).
-                let first = data.first().map(|u| route(&u.0));
-                if let Some(k) = first
-                    && data.iter().all(|u| route(&u.0) == k)
-                {
+                let first = one_way().or_else(|| {
+                    let k = route(&data.first()?.0);
+                    data.iter().all(|u| route(&u.0) == k).then_some(k)
+                });
+                if let Some(k) = first {
                     sessions[k].give_container(data);
                     return;
                 }
@@ -333,9 +345,16 @@ pub(crate) fn build<R: Row>(
             // Aggregates: the input rows (see `agg_tag`) keyed by (aggregate, group),
             // folded per group by a `reduce`, which maintains every group's result
             // under insertions and deletions; a row counts while it has derivations.
-            let [derived, aggregated] = split(heads, "SplitAggregates", |r: &R| {
-                usize::from(r.as_ref()[0] & AGG != 0)
-            });
+            let shared = tables.shared.clone();
+            let [derived, aggregated] = split_unless(
+                heads,
+                "SplitAggregates",
+                |r: &R| usize::from(r.as_ref()[0] & AGG != 0),
+                move || {
+                    let any = shared.aggregates.load(std::sync::atomic::Ordering::Acquire);
+                    (!any).then_some(0)
+                },
+            );
             let aggregated = aggregated
                 .map(|r| {
                     let v = r.as_ref();
