@@ -141,35 +141,67 @@ pub(crate) fn trace_memory(
             continue;
         }
         last = std::time::Instant::now();
-        let mut line = format!(
-            "memory of worker {} at {:.2} s:",
+        print_meters(
             worker.index(),
-            start.elapsed().as_secs_f64()
-        );
-        let mut total = 0;
-        for m in meters {
-            let usage = (m.measure)();
-            total += usage.bytes;
-            if usage.bytes >= 1 << 20 {
-                line.push_str(&format!(
-                    " {}={:.0} ({:.1}M)",
-                    m.name,
-                    usage.bytes as f64 / 1e6,
-                    usage.records as f64 / 1e6
-                ));
-            }
-        }
-        let rss = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-                line.split_whitespace().nth(1)?.parse::<u64>().ok()
-            })
-            .unwrap_or(0);
-        eprintln!(
-            "{line}; total {:.0} MB; process resident {:.0} MB",
-            total as f64 / 1e6,
-            rss as f64 / 1e3
+            meters,
+            &format!("at {:.2} s", start.elapsed().as_secs_f64()),
         );
     }
+    // And once the commit is done: what the loop's last moments held and freed.
+    print_meters(
+        worker.index(),
+        meters,
+        &format!("at the end, {:.2} s", start.elapsed().as_secs_f64()),
+    );
+}
+
+/// One line of the trace: the meters of worker `index` that hold a MB or more.
+fn print_meters(index: usize, meters: &[super::memory::Meter], when: &str) {
+    let mut line = format!("memory of worker {index} {when}:");
+    let mut total = 0;
+    for m in meters {
+        let usage = (m.measure)();
+        total += usage.bytes;
+        if usage.bytes >= 1 << 20 {
+            line.push_str(&format!(
+                " {}={:.0} ({:.1}M)",
+                m.name,
+                usage.bytes as f64 / 1e6,
+                usage.records as f64 / 1e6
+            ));
+        }
+    }
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .unwrap_or(0);
+    eprintln!(
+        "{line}; total {:.0} MB; process resident {:.0} MB{}",
+        total as f64 / 1e6,
+        rss as f64 / 1e3,
+        heap()
+    );
+}
+
+/// The allocator's view, for the trace: the heap's bytes in use and free (freed
+/// blocks it keeps), and the bytes of blocks mapped on their own. What the meters do
+/// not see is either live (buffers, batchers) or the heap's free blocks.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap() -> String {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    format!(
+        " (heap: {:.0} MB in use, {:.0} MB free; mapped blocks {:.0} MB)",
+        info.uordblks as f64 / 1e6,
+        info.fordblks as f64 / 1e6,
+        info.hblkhd as f64 / 1e6
+    )
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap() -> String {
+    String::new()
 }
