@@ -528,7 +528,13 @@ impl<R: Row> Facts<R> {
                 if let Some(word) = self.rows.get(id * self.stride) {
                     prefetch(word);
                 }
-                if let Some(w) = self.lanes[lane].waiting.get(id) {
+                let lane = &self.lanes[lane];
+                if let Some(w) = lane.waiting.get(id) {
+                    prefetch(w);
+                }
+                // And the word of its bit among the touched slots: a bit per fact is
+                // still megabytes, and that load was most of `Lane::add`'s time.
+                if let Some(w) = lane.touched.get(id / 64) {
                     prefetch(w);
                 }
                 return;
