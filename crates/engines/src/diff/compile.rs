@@ -398,7 +398,7 @@ pub(crate) struct Shared {
     /// `AGG`): until then, every head is a fact, and the circuit sends the heads on
     /// without looking at each. Set before the rule is in `rules`, so a worker that
     /// sees a tagged head (made with the rule) sees it set.
-    pub aggregates: AtomicBool,
+    aggregates: AtomicBool,
 }
 
 impl Shared {
@@ -407,6 +407,11 @@ impl Shared {
         if rule.head_rel & AGG != 0 {
             self.aggregates.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether some rule registered so far feeds an aggregate (see `aggregates`).
+    pub fn feeds_aggregates(&self) -> bool {
+        self.aggregates.load(Ordering::Acquire)
     }
 }
 

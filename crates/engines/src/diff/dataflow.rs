@@ -350,10 +350,7 @@ pub(crate) fn build<R: Row>(
                 heads,
                 "SplitAggregates",
                 |r: &R| usize::from(r.as_ref()[0] & AGG != 0),
-                move || {
-                    let any = shared.aggregates.load(std::sync::atomic::Ordering::Acquire);
-                    (!any).then_some(0)
-                },
+                move || (!shared.feeds_aggregates()).then_some(0),
             );
             let aggregated = aggregated
                 .map(|r| {

@@ -506,10 +506,10 @@ impl<R: Row> Facts<R> {
         }
     }
 
-    /// Ask for the row and the waiting change of the first slot on the probe sequence
-    /// of `hash` whose place holds the hash's top bits (the places were fetched by
-    /// [`Facts::prefetch_index`] a few lookups before): most lookups end there. The
-    /// change is `lane`'s.
+    /// Ask for the row, the waiting change and the touched bit's word of the first slot
+    /// on the probe sequence of `hash` whose place holds the hash's top bits (the places
+    /// were fetched by [`Facts::prefetch_index`] a few lookups before): most lookups end
+    /// there. The change and the bit are `lane`'s.
     #[inline]
     pub(crate) fn prefetch_row(&self, lane: usize, hash: u64) {
         if self.index.is_empty() {
