@@ -204,6 +204,14 @@ fn update<R: Row>(
     match slot {
         Some(slot) => facts.steps(slot, &mut history.steps),
         None if d == 0 => return,
+        // A new fact with a positive count (most of a load): present from `round`
+        // on, with no later step to check.
+        None if d > 0 => {
+            facts.insert(f, &[Step::new(round, d, 1)]);
+            relation.present += 1;
+            emit(f, 1, None);
+            return;
+        }
         None => history.steps.clear(),
     }
     let before = presence(&history.steps);
@@ -264,6 +272,38 @@ impl<R: Row> Materialized<R> {
     fn bytes(&self) -> u64 {
         self.relations.iter().map(|r| r.facts.bytes()).sum::<u64>()
             + (self.relations.capacity() * std::mem::size_of::<Relation<R>>()) as u64
+    }
+
+    /// Make room at once for the new facts of a large batch of changes (a load's
+    /// base facts), relation by relation (see [`Facts::reserve`]). A batch small
+    /// beside its relation's table (an update) reserves nothing: its facts may be
+    /// there already.
+    fn reserve_for(&mut self, batch: &[(R, Mult)]) {
+        if batch.len() < RESERVE_AT {
+            return;
+        }
+        // Per relation: the insertions, and the widest of their rows.
+        let mut wanted: Vec<(usize, usize)> = Vec::new();
+        for (f, d) in batch {
+            if *d > 0 {
+                let words = f.as_ref();
+                let rel = words[0] as usize;
+                if wanted.len() <= rel {
+                    wanted.resize(rel + 1, (0, 0));
+                }
+                let w = &mut wanted[rel];
+                w.0 += 1;
+                w.1 = w.1.max(super::types::used_words(words).saturating_sub(1));
+            }
+        }
+        for (rel, &(n, width)) in wanted.iter().enumerate() {
+            if n > 0 {
+                let facts = &mut self.relation(rel as u32).facts;
+                if n > facts.len() / 8 {
+                    facts.reserve(n, width);
+                }
+            }
+        }
     }
 
     fn shrink_if_sparse(&mut self) {
@@ -590,6 +630,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                 let finished = lane
                     .is_none_or(|lane| process_waiting(&mut table, lane, fuel, round, &mut emit));
                 let unfinished = if finished {
+                    table.reserve_for(&base);
                     process(
                         &mut table,
                         changes.drain().chain(base),
@@ -677,6 +718,10 @@ pub(crate) fn distinct<'s, R: Row + Send>(
 /// The facts of a time's round table past which its changes move to the table of
 /// facts (see `distinct`).
 const MOVE_AT: usize = 1 << 16;
+
+/// The base changes of a time from which [`Materialized::reserve_for`] makes room for
+/// their new facts at once.
+const RESERVE_AT: usize = 1024;
 
 /// The waiting changes processed per activation, at most. Each change of presence
 /// sends its fact's records under the patterns in use to the joins (for transitive
