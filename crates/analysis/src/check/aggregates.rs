@@ -54,13 +54,63 @@ pub(super) struct Expanded {
     pub(super) aggregates: Vec<ir::Aggregate>,
 }
 
-/// Whether a rule has an aggregate anywhere.
+/// Whether a rule has an aggregate anywhere (also inside an expression, as in
+/// `2 * max s : { a(s) } + 1`).
 pub(super) fn has_aggregate(rule: &ast::Rule) -> bool {
     let mut found = false;
     for_each_expr(&rule.head.args, &rule.body, &mut |e| {
-        found |= matches!(e, Expr::Aggregate(_));
+        found |= contains_aggregate(e);
     });
     found
+}
+
+/// Whether an expression is or holds an aggregate.
+fn contains_aggregate(e: &Expr) -> bool {
+    match e {
+        Expr::Aggregate(_) => true,
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => contains_aggregate(i),
+        Expr::Binary { lhs, rhs, .. } => contains_aggregate(lhs) || contains_aggregate(rhs),
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => args.iter().any(contains_aggregate),
+        Expr::Field { record, .. } => contains_aggregate(record),
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => false,
+    }
+}
+
+/// Rename variable `from` to `to` everywhere in `e`, inside aggregates too.
+fn rename_in_expr(e: &mut Expr, from: &str, to: &str) {
+    match e {
+        Expr::Var(v) if v.name == from => v.name = to.to_string(),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => rename_in_expr(i, from, to),
+        Expr::Binary { lhs, rhs, .. } => {
+            rename_in_expr(lhs, from, to);
+            rename_in_expr(rhs, from, to);
+        }
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter_mut().for_each(|a| rename_in_expr(a, from, to))
+        }
+        Expr::Field { record, .. } => rename_in_expr(record, from, to),
+        Expr::Aggregate(a) => rename_in_aggregate(a, from, to),
+        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
+    }
+}
+
+/// Rename variable `from` to `to` in an aggregate's target and body.
+fn rename_in_aggregate(a: &mut Aggregate, from: &str, to: &str) {
+    if let Some(t) = &mut a.target {
+        rename_in_expr(t, from, to);
+    }
+    for lit in &mut a.body {
+        match lit {
+            Literal::Positive(atom) | Literal::Negative(atom, _) => atom
+                .args
+                .iter_mut()
+                .for_each(|e| rename_in_expr(e, from, to)),
+            Literal::Compare { lhs, rhs, .. } => {
+                rename_in_expr(lhs, from, to);
+                rename_in_expr(rhs, from, to);
+            }
+        }
+    }
 }
 
 /// Call `f` on the top-level expressions of a head's arguments and a body.
@@ -229,7 +279,56 @@ pub(super) fn stable_hash(text: &str) -> u64 {
     h
 }
 
+/// What the rest of a rule does with the variables of one of its aggregates.
+struct Scope<'a> {
+    /// The variables the rest of the rule uses.
+    outer: &'a HashSet<String>,
+    /// Those it binds, every aggregate's result counted as bound.
+    bound: &'a HashSet<String>,
+    /// Those it binds without this aggregate's result.
+    bound_without: &'a HashSet<String>,
+}
+
 impl Checker<'_> {
+    /// `agg` with its local variables that the rest of the rule also names renamed,
+    /// as Soufflé scopes them: a variable of an aggregate is the rule's (a group
+    /// variable) only where the rest of the rule binds it without this aggregate's
+    /// result and the aggregated expression does not use it; one the rest of the rule
+    /// does not bind at all is a witness. Any other is the aggregate's own: in
+    /// `y = min z + y : { a(z), a(y) }` and in `b(x), m = min x : { a(x) }`, the `y`
+    /// and the `x` inside range over `a` whatever the rule's are.
+    fn localize(&mut self, agg: &Aggregate, scope: &Scope<'_>) -> Aggregate {
+        let mut target = Vec::new();
+        if let Some(t) = &agg.target {
+            all_vars(t, &mut target);
+        }
+        let whole = Expr::Aggregate(Box::new(agg.clone()));
+        let mut inside = Vec::new();
+        all_vars(&whole, &mut inside);
+        let mut local: Vec<String> = Vec::new();
+        for v in &inside {
+            let name = &v.name;
+            let group =
+                scope.bound_without.contains(name) && !target.iter().any(|t| &t.name == name);
+            if scope.outer.contains(name)
+                && scope.bound.contains(name)
+                && !group
+                && !local.contains(name)
+            {
+                local.push(name.clone());
+            }
+        }
+        let mut agg = agg.clone();
+        for name in local {
+            // A name no written variable has (`'` is not in identifiers); the
+            // diagnostics show it with the original's place.
+            let fresh = format!("{name}'{}", self.agg_vars);
+            self.agg_vars += 1;
+            rename_in_aggregate(&mut agg, &name, &fresh);
+        }
+        agg
+    }
+
     /// Check a rule that has aggregates: its aggregates' relations, rules and
     /// [`ir::Aggregate`]s, and its own variants, into `out`. `text` is the rule's text
     /// for listings.
@@ -269,9 +368,24 @@ impl Checker<'_> {
                         take_aggregates(arg, &mut found, &mut counter);
                     }
                 }
-                Literal::Compare { lhs, rhs, .. } => {
+                Literal::Compare { op, lhs, rhs, .. } => {
                     take_aggregates(lhs, &mut found, &mut counter);
                     take_aggregates(rhs, &mut found, &mut counter);
+                    // `_ = min x : { .. }` asks only that the aggregate has a value
+                    // (its witnesses bound): the `_` is its result, as in Soufflé.
+                    let result = |e: &Expr| match e {
+                        Expr::Var(v) if found.iter().any(|(n, _)| *n == v.name) => {
+                            Some(v.name.clone())
+                        }
+                        _ => None,
+                    };
+                    if *op == CmpOp::Eq {
+                        if let (Expr::Wildcard(s), Some(name)) = (&*lhs, result(rhs)) {
+                            *lhs = var(&name, *s);
+                        } else if let (Expr::Wildcard(s), Some(name)) = (&*rhs, result(lhs)) {
+                            *rhs = var(&name, *s);
+                        }
+                    }
                 }
             }
         }
@@ -292,7 +406,15 @@ impl Checker<'_> {
         // Per aggregate: the literals that replace it, one list per alternative.
         let mut alternatives: Vec<Vec<Vec<Literal>>> = Vec::new();
         for (result, agg) in &found {
-            alternatives.push(self.aggregate(&rule, result, agg, &outer, &bound_outside, out)?);
+            // What the rest of the rule binds without this aggregate's own result.
+            let mut others = results.clone();
+            others.remove(result);
+            let scope = Scope {
+                outer: &outer,
+                bound: &bound_outside,
+                bound_without: &grounded_by(&rule.body, &others),
+            };
+            alternatives.push(self.aggregate(&rule, result, agg, &scope, out)?);
         }
         let total = alternatives
             .iter()
@@ -330,13 +452,14 @@ impl Checker<'_> {
         rule: &ast::Rule,
         result: &str,
         agg: &Aggregate,
-        outer: &HashSet<String>,
-        bound_outside: &HashSet<String>,
+        scope: &Scope<'_>,
         out: &mut Expanded,
     ) -> Result<Vec<Vec<Literal>>, Diagnostic> {
+        let (outer, bound_outside) = (scope.outer, scope.bound);
         let span = agg.span;
         let func = agg.func;
         let extreme = matches!(func, AggFunc::Min | AggFunc::Max);
+        let agg = &self.localize(agg, scope);
         // Group variables and witnesses, by first occurrence.
         let whole = Expr::Aggregate(Box::new(agg.clone()));
         let mut inside = Vec::new();
@@ -440,20 +563,37 @@ impl Checker<'_> {
                     context.push(lit.clone());
                 }
             }
-            let ctx_bound = grounded_by(&context, &HashSet::new());
-            for lit in &rule.body {
-                if let Literal::Compare { lhs, rhs, .. } = lit
-                    && !reads_result(lit)
-                {
-                    let mut vs = Vec::new();
-                    all_vars(lhs, &mut vs);
-                    all_vars(rhs, &mut vs);
-                    if vs.iter().all(|v| ctx_bound.contains(&v.name)) {
-                        context.push(lit.clone());
+            // The comparisons whose variables the context binds, and the equalities that
+            // bind one more from them (`x = z + 1`), to a fixpoint.
+            let mut taken = vec![false; rule.body.len()];
+            let mut ctx_bound = grounded_by(&context, &HashSet::new());
+            loop {
+                let before = context.len();
+                for (i, lit) in rule.body.iter().enumerate() {
+                    if let Literal::Compare { op, lhs, rhs, .. } = lit
+                        && !taken[i]
+                        && !reads_result(lit)
+                    {
+                        let free = |e: &Expr| {
+                            let mut vs = Vec::new();
+                            all_vars(e, &mut vs);
+                            vs.iter().filter(|v| !ctx_bound.contains(&v.name)).count()
+                        };
+                        let (l, r) = (free(lhs), free(rhs));
+                        let binds = *op == CmpOp::Eq
+                            && ((l == 0 && matches!(rhs, Expr::Var(_)))
+                                || (r == 0 && matches!(lhs, Expr::Var(_))));
+                        if l + r == 0 || binds {
+                            taken[i] = true;
+                            context.push(lit.clone());
+                        }
                     }
                 }
+                if context.len() == before {
+                    break;
+                }
+                ctx_bound = grounded_by(&context, &HashSet::new());
             }
-            // The comparisons taken read bound variables only: they bind nothing more.
             if !ctx_bound.contains(missing) {
                 let at = inside
                     .iter()
@@ -469,6 +609,49 @@ impl Checker<'_> {
             }
             context.extend(body);
             body = context;
+        }
+        // Every variable of the aggregated expression is bound by the body (with the
+        // context taken above): one renamed as the aggregate's own is not the rule's.
+        if let Some(target) = &agg.target {
+            // The body's own aggregates (rewritten later) bind what they are equal to.
+            let mut probe = body.clone();
+            let (mut nested, mut counter) = (Vec::new(), self.agg_vars);
+            for lit in &mut probe {
+                match lit {
+                    Literal::Positive(a) | Literal::Negative(a, _) => {
+                        for arg in &mut a.args {
+                            take_aggregates(arg, &mut nested, &mut counter);
+                        }
+                    }
+                    Literal::Compare { lhs, rhs, .. } => {
+                        take_aggregates(lhs, &mut nested, &mut counter);
+                        take_aggregates(rhs, &mut nested, &mut counter);
+                    }
+                }
+            }
+            let results = nested.into_iter().map(|(n, _)| n).collect();
+            let bound = grounded_by(&probe, &results);
+            let mut vs = Vec::new();
+            all_vars(target, &mut vs);
+            if let Some(v) = vs.iter().find(|v| !bound.contains(&v.name)) {
+                let (name, renamed) = match v.name.split_once('\'') {
+                    Some((name, _)) => (name, true),
+                    None => (v.name.as_str(), false),
+                };
+                let why = if renamed {
+                    " (a variable of the aggregated expression is the aggregate's own, as in \
+                     Soufflé, even where the rest of the rule binds it)"
+                } else {
+                    ""
+                };
+                return Err(self.err(
+                    v.span,
+                    format!(
+                        "variable `{name}` of the aggregated expression is not bound by the \
+                         aggregate's body{why}"
+                    ),
+                ));
+            }
         }
         // The input rule: group, witnesses or own variables, value.
         let mut head_vars: Vec<String> = group.clone();

@@ -714,6 +714,45 @@ fn error_aggregates() {
     );
 }
 
+/// Soufflé's scoping of an aggregate's variables: the rule's only where the rest of
+/// the rule binds them without the aggregate and the aggregated expression does not
+/// use them; its own otherwise (renamed), witnesses when nothing else binds them.
+#[test]
+fn aggregate_variables_are_scoped_as_in_souffle() {
+    let decls = ".decl a(x: number)\n.decl b(x: number)\n.decl c(x: number, y: number)\n\
+                 .decl r(x: number)\n.decl r2(x: number, y: number)\n";
+    // The result's name inside is the aggregate's own: no group, no witness.
+    for rule in [
+        "r(y) :- y = count : { a(y) }.",
+        "r(y) :- y = min z + y : { a(z), a(y) }.",
+        "r(y) :- y = max z : { c(y, z) }.",
+        // Used by the aggregated expression: the aggregate's own, although `b` binds it.
+        "r2(x, m) :- b(x), m = min x : { a(x) }.",
+        // `_` as the result: only that the aggregate has a value.
+        "r2(x, y) :- _ = min x + y : { c(x, y) }.",
+        // An aggregate inside an expression.
+        "r(y) :- a(y), 2 * y + 1 = 2 * max s : { a(s) } + 1.",
+    ] {
+        let p = check(&format!("{decls}{rule}\n")).unwrap_or_else(|e| panic!("{rule}: {e:?}"));
+        assert_eq!(p.aggregates.len(), 1, "{rule}");
+        assert_eq!(p.aggregates[0].group, 0, "{rule}: no group variable");
+    }
+    // Bound by the rest of the rule and not aggregated: a group variable.
+    let p = check(&format!(
+        "{decls}r2(x, n) :- b(x), n = count : {{ c(x, _) }}.\n"
+    ))
+    .expect("checks");
+    assert_eq!(p.aggregates[0].group, 1);
+    // The aggregate's own `x` must be bound inside it.
+    check_err(
+        &format!("{decls}r2(x, y) :- b(x), y = max z + x : {{ a(z) }}.\n"),
+        6,
+        31,
+        "variable `x` of the aggregated expression is not bound by the aggregate's body (a \
+         variable of the aggregated expression is the aggregate's own",
+    );
+}
+
 #[test]
 fn conversions_type_lower_and_print() {
     let p = check(
