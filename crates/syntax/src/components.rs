@@ -19,9 +19,11 @@
 //!   inside the instance `o`.
 //! * `.comp B : A, C { ... }` starts `B` with the whole content of `A` and of `C`
 //!   (declarations, rules, directives). A rule in `B` for an inherited relation is
-//!   added to the inherited rules; `.override r` in `B` drops the rules that the bases
-//!   give `r` (its declaration there must carry the `overridable` qualifier, as in
-//!   Soufflé).
+//!   added to the inherited rules; `.override r` in `B` drops the rules for `r` written
+//!   in the bodies of the bases (and of their bases; its declaration there must carry
+//!   the `overridable` qualifier, as in Soufflé). As in Soufflé, it keeps the rules for
+//!   `r` that come from an instance made in a base (`.init i = I` in `A`, where `I`
+//!   does not declare `r` and writes rules for it), and `B`'s own rules.
 //! * `.comp G<T> { ... }` is generic: `.init x = G<number>` substitutes the argument
 //!   for `T` wherever a type is named (column types, `.type` definitions) and wherever
 //!   a component is named (`.comp C<K> : K { }`, `.init k = K`).
@@ -332,6 +334,19 @@ struct Comp<'e> {
 /// Type parameters bound to the names given for them.
 type Binding = HashMap<String, Ident>;
 
+/// Where an item of a component's content comes from, for `.override`.
+#[derive(Clone, Copy, PartialEq)]
+enum Origin {
+    /// Written in the body of the component or of one of its bases: a `.override` in
+    /// a component deriving from it drops it (if it is a rule for the overridden
+    /// relation).
+    Body,
+    /// Made by an instance (`.init`) in the component or in one of its bases: a
+    /// `.override` never drops it, as in Soufflé (whose overrides filter only the
+    /// clauses of the components' bodies).
+    Instance,
+}
+
 struct Expander<'p, 'a, 'e> {
     parser: &'p Parser<'a>,
     comps: Vec<Comp<'e>>,
@@ -466,12 +481,12 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
     }
 
     /// Counts copies of `items` against the bounds; `at`: the instance being made.
-    fn count(&mut self, items: &[Item], at: Span) -> PResult<()> {
-        let text: usize = items
-            .iter()
-            .map(|i| (i.span().end.saturating_sub(i.span().start) as usize).max(1))
-            .fold(0, usize::saturating_add);
-        self.copied = self.copied.saturating_add(items.len());
+    fn count<'i>(&mut self, items: impl IntoIterator<Item = &'i Item>, at: Span) -> PResult<()> {
+        let (n, text) = items.into_iter().fold((0usize, 0usize), |(n, text), i| {
+            let len = (i.span().end.saturating_sub(i.span().start) as usize).max(1);
+            (n.saturating_add(1), text.saturating_add(len))
+        });
+        self.copied = self.copied.saturating_add(n);
         self.copied_text = self.copied_text.saturating_add(text);
         if self.copied > MAX_EXPANDED_ITEMS {
             return Err(self.parser.error(
@@ -500,15 +515,22 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
     ) -> PResult<Vec<Item>> {
         let (comp, inner, args) = self.resolve(&init.comp, scope, binding)?;
         self.enter(comp, args, init.span, false)?;
-        let mut items = self.content(comp, &inner, init.span)?;
+        let content = self.content(comp, &inner, init.span)?;
         self.stack.pop();
+        let mut items: Vec<Item> = content.into_iter().map(|(item, _)| item).collect();
         qualify_items(&mut items, &init.name.name);
         Ok(items)
     }
 
     /// The content of the component `comp` with its parameters bound in `binding`:
-    /// its bases' content, then its own items and instances, in its own names.
-    fn content(&mut self, comp: usize, binding: &Binding, at: Span) -> PResult<Vec<Item>> {
+    /// its bases' content, then its own items and instances, in its own names, each
+    /// with where it comes from.
+    fn content(
+        &mut self,
+        comp: usize,
+        binding: &Binding,
+        at: Span,
+    ) -> PResult<Vec<(Item, Origin)>> {
         let decl = self.comps[comp].decl;
         let parent = self.comps[comp].parent;
         let mut inherited = Vec::new();
@@ -517,14 +539,14 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
             self.enter(b, args, base.span, true)?;
             let items = self.content(b, &inner, at)?;
             self.stack.pop();
-            self.count(&items, at)?;
+            self.count(items.iter().map(|(item, _)| item), at)?;
             inherited.extend(items);
         }
         check_instance_names(self.parser, &decl.body)?;
         let mut overridden = HashSet::new();
         for entry in &decl.body {
             if let Entry::Override(r) = entry {
-                let base_decl = inherited.iter().find_map(|item| match item {
+                let base_decl = inherited.iter().find_map(|(item, _)| match item {
                     Item::Decl(d) if d.name.name == r.name => Some(d),
                     _ => None,
                 });
@@ -554,23 +576,29 @@ impl<'p, 'a, 'e> Expander<'p, 'a, 'e> {
                 }
             }
         }
-        let mut items: Vec<Item> = inherited
+        // Only the rules written in the bases' bodies are dropped: those that an
+        // instance made in a base writes for `r` (which its component does not
+        // declare) stay.
+        let mut items: Vec<(Item, Origin)> = inherited
             .into_iter()
-            .filter(|item| match item {
-                Item::Rule(rule) => !overridden.contains(rule.head.relation.name.as_str()),
+            .filter(|(item, origin)| match item {
+                Item::Rule(rule) => {
+                    *origin == Origin::Instance
+                        || !overridden.contains(rule.head.relation.name.as_str())
+                }
                 _ => true,
             })
             .collect();
         for entry in &decl.body {
             match entry {
                 Entry::Item(item) => {
-                    self.count(std::slice::from_ref(item), at)?;
-                    items.push(bind_types(item, binding));
+                    self.count([item], at)?;
+                    items.push((bind_types(item, binding), Origin::Body));
                 }
                 Entry::Init(init) => {
                     let instance = self.instantiate(init, Some(comp), binding)?;
                     self.count(&instance, at)?;
-                    items.extend(instance);
+                    items.extend(instance.into_iter().map(|item| (item, Origin::Instance)));
                 }
                 Entry::Comp(_) | Entry::Override(_) => {}
             }
@@ -911,6 +939,53 @@ out(x) :- a.s(x).
                 "e.r(3).",
                 ".decl e.d(x:number)",
                 "e.d(4).",
+            ]
+        );
+    }
+
+    #[test]
+    fn override_keeps_the_rules_of_instances_made_in_the_bases() {
+        // As in Soufflé 2.5: `.override r` drops the rules for `r` written in the
+        // bodies of the bases (at any depth), not those that an instance made in a base
+        // writes for `r` (its component does not declare `r`), nor a derived
+        // component's own rules or instances.
+        let text = "\
+.comp A {
+  .decl r(x: number) overridable
+  .comp AA { r(0). }
+  .init aa = AA
+  .comp Own { .decl r(x: number) r(9). }
+  .init own = Own
+  r(1).
+}
+.comp B : A { .override r r(3). }
+.comp C : B { .override r r(4). }
+.comp BB { r(5). }
+.comp D : A { .override r .init bb = BB r(6). }
+.comp E : D { .override r r(7). }
+.init b = B
+.init c = C
+.init e = E
+";
+        assert_eq!(
+            show(text),
+            [
+                ".decl b.r(x:number)",
+                "b.r(0).",
+                ".decl b.own.r(x:number)",
+                "b.own.r(9).",
+                "b.r(3).",
+                ".decl c.r(x:number)",
+                "c.r(0).",
+                ".decl c.own.r(x:number)",
+                "c.own.r(9).",
+                "c.r(4).",
+                ".decl e.r(x:number)",
+                "e.r(0).",
+                ".decl e.own.r(x:number)",
+                "e.own.r(9).",
+                "e.r(5).",
+                "e.r(7).",
             ]
         );
     }
