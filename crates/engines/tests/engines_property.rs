@@ -155,6 +155,12 @@ fn rule_pool() -> impl Strategy<Value = Vec<String>> {
                 // Ranges with bounds from facts, one of them counting down.
                 pool.push("t(x, i) :- p(x, y), i = range(x, y).".into());
                 pool.push("s(i, j) :- e(x, _), i = range(0, x), j = range(i, 0, -1).".into());
+                // A range's value read by comparisons, a negation and a range written
+                // before it.
+                pool.push(
+                    "s(j, i) :- e(x, y), j = range(0, i), i = range(x, y), i + j != 3, !u(j)."
+                        .into(),
+                );
             }
             if records {
                 // Lists built from facts and extended (at most three long), taken

@@ -17,16 +17,22 @@
 //!   loop; a step of 0 gives `from` alone, as in Soufflé;
 //! * and in the rule, the atom `@range_…(0, x, i)` in place of the range.
 //!
-//! The bounds must be bound by the rest of the body (not by another range's value: a
-//! located error). A range inside an aggregate's body (`n = count : { i = range(0, x),
-//! i % 2 = 0 }`) is rewritten the same way, its atom put into the aggregate's body; its
-//! bounds must be bound outside the aggregates (a located error otherwise, as is a
-//! range in the value an aggregate takes or in an aggregate inside an aggregate). The relations' columns are of the
-//! range's type: that of its arguments (a float or unsigned literal, or a variable the
-//! rest of the body types), else that of the place its value goes (a head column, an
-//! atom's column, directly or through `v = range(..)`), else `number`. They are named
-//! after a hash of the need rule, so the same range written twice is one pair of
-//! relations and an edited program keeps the names of the ranges it keeps.
+//! The need rule's body is the literals of the rest of the body whose variables it
+//! binds without this range: not those that read its value, directly or through `=`
+//! (`x < 2` of `x = range(0, 3), x < 2`), which only the rule itself reads, so that a
+//! variable a range binds is grounded like one bound by `=`. The bounds must be bound
+//! by that body (a located error otherwise); they may come from another range's
+//! value, whose atom then joins the need rule, the ranges counted in the order their
+//! bounds get bound. A range inside an aggregate's body (`n = count : { i = range(0,
+//! x), i % 2 = 0 }`) is rewritten the same way, its atom put into the aggregate's
+//! body; its bounds must be bound outside the aggregates (a located error otherwise,
+//! as is a range in the value an aggregate takes or in an aggregate inside an
+//! aggregate). The relations' columns are of the range's type: that of its arguments
+//! (a float or unsigned literal, or a variable the rest of the body types), else that
+//! of the place its value goes (a head column, an atom's column, directly or through
+//! `v = range(..)`), else `number`. They are named after a hash of the need rule, so
+//! the same range written twice is one pair of relations and an edited program keeps
+//! the names of the ranges it keeps.
 
 use super::Checker;
 use super::aggregates::{atom, grounded_by, var};
@@ -155,18 +161,100 @@ fn take_aggregate_ranges(
     }
 }
 
+/// The expressions of a literal: an atom's arguments, a comparison's sides.
+fn literal_exprs(l: &Literal) -> Vec<&Expr> {
+    match l {
+        Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter().collect(),
+        Literal::Compare { lhs, rhs, .. } => vec![lhs, rhs],
+    }
+}
+
+/// Calls `f` on every variable of `e`, inside its aggregates too.
+fn each_var_deep(e: &Expr, f: &mut dyn FnMut(&str)) {
+    e.find(true, &mut |x| {
+        if let Expr::Var(v) = x {
+            f(&v.name);
+        }
+        false
+    });
+}
+
 /// Whether a literal reads one of `vars`, also inside its aggregates.
 fn reads_any(l: &Literal, vars: &HashSet<String>) -> bool {
-    let hit = |e: &Expr| {
+    let hit = |e: &&Expr| {
         e.find(
             true,
             &mut |x| matches!(x, Expr::Var(v) if vars.contains(&v.name)),
         )
         .is_some()
     };
-    match l {
-        Literal::Positive(a) | Literal::Negative(a, _) => a.args.iter().any(hit),
-        Literal::Compare { lhs, rhs, .. } => hit(lhs) || hit(rhs),
+    literal_exprs(l).iter().any(hit)
+}
+
+/// The variables a rule uses only inside its aggregates (`y` of `c = count : { n(y) }`):
+/// local to them, so bound for what binds the rule's own variables (`c` is bound once
+/// the variables the aggregate shares with the rule are). A range's bounds are outside
+/// any aggregate, also those of a range in an aggregate's body, which must be bound
+/// outside it.
+fn aggregate_locals<'a>(
+    rule: &ast::Rule,
+    ranges: impl Iterator<Item = &'a Taken>,
+) -> HashSet<String> {
+    let mut outside = HashSet::new();
+    let mut all = HashSet::new();
+    let exprs = rule
+        .head
+        .args
+        .iter()
+        .chain(rule.body.iter().flat_map(literal_exprs));
+    for e in exprs {
+        super::visit_vars(e, &mut |v| {
+            outside.insert(v.name.clone());
+        });
+        each_var_deep(e, &mut |v| {
+            all.insert(v.to_string());
+        });
+    }
+    for t in ranges {
+        for a in &t.args {
+            each_var_deep(a, &mut |v| {
+                outside.insert(v.to_string());
+            });
+        }
+    }
+    all.retain(|v| !outside.contains(v));
+    all
+}
+
+/// Which of the literals `candidates` (indices into `body`) may join a need rule's
+/// body beside `base`, whose variables it binds: those whose every variable (inside
+/// aggregates too) `base` and the kept candidates bind, to a fixpoint (`locals`, the
+/// variables only aggregates use, count as bound). The others read a variable that
+/// only a range not yet counted binds (`x < 2` of `x = range(0, 3), x < 2`), or that
+/// nothing binds (the rule's own check reports it). Leaving a literal out of a need
+/// rule only lets it ask for more bounds than the rule reads: the rule still joins
+/// the range's values with its whole body.
+fn bound_literals(
+    base: &[Literal],
+    body: &[Literal],
+    mut candidates: Vec<usize>,
+    locals: &HashSet<String>,
+) -> Vec<usize> {
+    loop {
+        let mut all = base.to_vec();
+        all.extend(candidates.iter().map(|&k| body[k].clone()));
+        let bound = grounded_by(&all, locals);
+        let before = candidates.len();
+        candidates.retain(|&k| {
+            let mut ok = true;
+            for e in literal_exprs(&body[k]) {
+                each_var_deep(e, &mut |v| ok &= bound.contains(v));
+            }
+            ok
+        });
+        if candidates.len() == before {
+            return candidates;
+        }
     }
 }
 
@@ -242,21 +330,6 @@ fn expr_vars(e: &Expr, out: &mut Vec<String>) {
     super::visit_vars(e, &mut |v| out.push(v.name.clone()));
 }
 
-/// The variables of a literal.
-fn literal_vars(l: &Literal) -> Vec<String> {
-    let mut out = Vec::new();
-    match l {
-        Literal::Positive(a) | Literal::Negative(a, _) => {
-            a.args.iter().for_each(|e| expr_vars(e, &mut out))
-        }
-        Literal::Compare { lhs, rhs, .. } => {
-            expr_vars(lhs, &mut out);
-            expr_vars(rhs, &mut out);
-        }
-    }
-    out
-}
-
 impl Checker<'_> {
     /// The rules a rule with ranges stands for: per range its need and range rules,
     /// then the rule itself reading the range relations. Each is checked as a rule of
@@ -281,56 +354,70 @@ impl Checker<'_> {
             return Err(d);
         }
         self.agg_vars = counter;
-        let fresh: HashSet<String> = found.iter().map(|t| t.var.clone()).collect();
+        let locals = aggregate_locals(
+            &rule,
+            found.iter().chain(in_aggregates.iter().map(|(_, t)| t)),
+        );
         // What binds a range's bounds: the literals of the rest of the body that read no
-        // range's value but those of the ranges before it, and those ranges' atoms
-        // (`i = range(0, x), j = range(i, x)` counts `j` from each `i`).
+        // range's value but those of the ranges already counted, whose variables they
+        // bind, and those ranges' atoms (`i = range(0, x), j = range(i, x)` counts `j`
+        // from each `i`). The ranges are counted in the order their bounds get bound
+        // (`j = range(i, x), i = range(0, x)` too), first written first.
         let written = rule.body.clone();
         let mut taken = vec![false; written.len()];
         let mut context: Vec<Literal> = Vec::new();
-        let mut done: HashSet<String> = HashSet::new();
+        let mut pending: Vec<&Taken> = found.iter().collect();
         let mut out = Vec::new();
-        for t in &found {
-            for (k, l) in written.iter().enumerate() {
-                if !taken[k]
-                    && !reads_any(l, &inner)
-                    && literal_vars(l)
-                        .iter()
-                        .all(|v| !fresh.contains(v) || done.contains(v))
-                {
-                    taken[k] = true;
-                    context.push(l.clone());
-                }
+        let unbound = |v: &str| {
+            format!(
+                "variable `{v}` is not grounded: the bounds of a `range` must be bound by the \
+                 rest of the body"
+            )
+        };
+        while !pending.is_empty() {
+            let waiting: HashSet<String> = pending.iter().map(|t| t.var.clone()).collect();
+            let candidates = (0..written.len())
+                .filter(|&k| {
+                    !taken[k]
+                        && !reads_any(&written[k], &inner)
+                        && !reads_any(&written[k], &waiting)
+                })
+                .collect();
+            for k in bound_literals(&context, &written, candidates, &locals) {
+                taken[k] = true;
+                context.push(written[k].clone());
             }
-            let bound = grounded_by(&context, &HashSet::new());
-            let var_type = self.context_types(&context)?;
-            self.check_bounds(t, &bound, &|v| {
-                if fresh.contains(v) {
-                    "a `range` cannot take its bounds from a `range` after it".to_string()
-                } else {
-                    format!(
-                        "variable `{v}` is not grounded: the bounds of a `range` must be \
-                         bound by the rest of the body"
-                    )
+            let bound = grounded_by(&context, &locals);
+            let ready =
+                (pending.iter()).position(|t| self.check_bounds(t, &bound, &unbound).is_ok());
+            let t = match ready {
+                Some(k) => pending.remove(k),
+                None => {
+                    // None is ready: the first written one's unbound variable.
+                    self.check_bounds(pending[0], &bound, &unbound)?;
+                    pending.remove(0)
                 }
-            })?;
+            };
+            let var_type = self.context_types(&context)?;
             let ty = self.range_type(t, &rule, &var_type);
             let (base, rules) = self.range_rules(t, &context, ty)?;
             out.extend(rules);
             let range_atom = range_atom(&base, t);
             context.push(range_atom.clone());
             rule.body.push(range_atom);
-            done.insert(t.var.clone());
         }
         // A range in an aggregate's body counts from bounds the rule's body binds
         // outside the aggregates (`n = count : { i = range(0, x), ... }` with `x` bound
         // outside): its need rule is made of the rule's literals that read no range in
         // an aggregate, and its atom goes into the aggregate's body.
-        let context: Vec<Literal> = (rule.body.iter())
-            .filter(|l| !reads_any(l, &inner))
-            .cloned()
+        let candidates = (0..rule.body.len())
+            .filter(|&k| !reads_any(&rule.body[k], &inner))
             .collect();
-        let bound = grounded_by(&context, &HashSet::new());
+        let context: Vec<Literal> = bound_literals(&[], &rule.body, candidates, &locals)
+            .into_iter()
+            .map(|k| rule.body[k].clone())
+            .collect();
+        let bound = grounded_by(&context, &locals);
         let var_type = self.context_types(&context)?;
         for (k, t) in &in_aggregates {
             self.check_bounds(t, &bound, &|v| {

@@ -909,11 +909,76 @@ fn error_ranges() {
         42,
         "`range` inside an aggregate inside an aggregate is not supported",
     );
+    // Two ranges each taking its bound from the other: neither is bound.
     check_err(
-        &format!("{decls}r(x, i) :- n(x), i = range(0, j), j = range(0, x).\n"),
+        &format!("{decls}r(x, i) :- n(x), i = range(0, j), j = range(0, i).\n"),
         3,
         31,
         "variable `j` is not grounded: the bounds of a `range` must be bound by the rest of the body",
+    );
+    // A range's value grounds what reads it, but not a variable nothing binds.
+    check_err(
+        &format!("{decls}r(i, i) :- i = range(0, 3), x < i.\n"),
+        3,
+        29,
+        "variable `x` in a comparison is not grounded",
+    );
+    check_err(
+        &format!("{decls}r(i, i) :- i = range(0, 3), !n(x).\n"),
+        3,
+        32,
+        "variable `x` in a negated atom is not grounded",
+    );
+    check_err(
+        &format!("{decls}r(x, i) :- i = range(0, 3), y = x + i.\n"),
+        3,
+        3,
+        "variable `x` in the head is not grounded",
+    );
+}
+
+/// A variable bound by a range is grounded wherever one bound by `=` is: in
+/// comparisons, functors, negations, the head, other ranges' bounds (also written
+/// before it) and aggregates' bodies, at every numeric type.
+#[test]
+fn range_values_are_grounded() {
+    let decls = ".decl n(x: number)\n.decl o(x: number)\n.decl p(x: number, y: number)\n\
+                 .decl u(x: unsigned)\n.decl f(x: float)\n";
+    for rule in [
+        "o(x) :- x = range(0, 3), x < 2.",
+        "p(x, y) :- x = range(0, 3), y = range(0, 3), x < y, x + y = 3.",
+        "o(y) :- x = range(0, 3), y = x * 10, y > 5.",
+        "o(x) :- x = range(0, 3), !n(x).",
+        "o(x + 1) :- x = range(0, 3, 2).",
+        "p(x, y) :- y = range(0, x), x = range(0, 3).",
+        "p(x, y) :- x = range(0, 3), z = x + 1, y = range(z, 5), y != 4.",
+        "p(x, y) :- n(x), y = range(0, 10), y < x, !n(y).",
+        "p(x, c) :- x = range(0, 4), c = count : { i = range(0, x), i < 2 }.",
+        "p(x, c) :- n(x), c = count : { i = range(0, x), i < 2 }.",
+        "o(c) :- c = count : { i = range(0, 10), i % 3 = 0, i > 2 }.",
+        "p(x, c) :- x = range(0, 3), c = count : { n(_) }.",
+        "p(x, y) :- c = count : { n(_) }, x = range(0, c), y = range(x, c + 2), x < y.",
+        "p(x, y) :- c = max z : { n(z) }, x = range(0, c), y = x.",
+        "u(x) :- x = range(0u, 5u, 2u), x > 1u.",
+        "f(x) :- x = range(0.0, 2.0, 0.5), x > 0.7.",
+        "f(x) :- x = range(-1, 0, 0.25), x < -0.5.",
+    ] {
+        if let Err(d) = check(&format!("{decls}{rule}\n")) {
+            panic!("{rule}: {d}");
+        }
+    }
+    // The need rule asks for the bounds without what reads the range's value: here a
+    // fact, as the range's bounds are constants.
+    let p = check(&format!("{decls}o(x) :- x = range(0, 3), x < 2.\n")).expect("checks");
+    assert!(
+        p.facts
+            .iter()
+            .any(|(rel, _)| p.relation(*rel).name.ends_with("_need")),
+        "{:?}",
+        p.rules
+            .iter()
+            .map(|r| r.display(&p).to_string())
+            .collect::<Vec<_>>()
     );
 }
 
