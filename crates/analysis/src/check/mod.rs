@@ -97,6 +97,8 @@ pub fn analyse_with(
     let mut expanded = aggregates::Expanded::default();
     for (i, item) in program.items.iter().enumerate() {
         if let ast::Item::Rule(rule) = item {
+            let inlined = records::inline_record_aliases(rule);
+            let rule = inlined.as_ref().unwrap_or(rule);
             // A rule with ranges or aggregates is listed as written: one of the rules a
             // written rule with several heads or disjuncts stands for by its own text.
             let written_text = || {

@@ -16,8 +16,87 @@
 use super::Checker;
 use super::desugar::{RawBody, RawTerm};
 use super::visit_vars;
-use dynalog_syntax::ast::{Expr, Ident};
+use dynalog_syntax::ast::{self, Expr, Ident, Literal};
 use dynalog_syntax::{CmpOp, Diagnostic, Span};
+
+/// `rule` with every variable that a body equality defines as a written record and that
+/// no atom (nor the head) names replaced by that record, as Soufflé resolves such
+/// aliases (`r = [x, y], s = r, s = [v, w]` is `[x, y] = [v, w]`, compared field by
+/// field below): such a variable has no column to give it a record type. `None` when
+/// there is none (and for rules with aggregates, whose variables are scoped apart).
+pub(super) fn inline_record_aliases(rule: &ast::Rule) -> Option<ast::Rule> {
+    if super::aggregates::has_aggregate(rule) {
+        return None;
+    }
+    let mut rule = rule.clone();
+    let mut changed = false;
+    while let Some((i, name, record)) = record_alias(&rule) {
+        rule.body.remove(i);
+        for lit in &mut rule.body {
+            if let Literal::Compare { lhs, rhs, .. } = lit {
+                substitute(lhs, &name, &record);
+                substitute(rhs, &name, &record);
+            }
+        }
+        changed = true;
+    }
+    changed.then_some(rule)
+}
+
+/// The first body equality `v = [..]` (either way round) whose variable the record does
+/// not hold and no atom nor the head names: its place, the variable and the record.
+fn record_alias(rule: &ast::Rule) -> Option<(usize, String, Expr)> {
+    let names = |v: &str, e: &Expr| {
+        let mut found = false;
+        visit_vars(e, &mut |w| found |= w.name == v);
+        found
+    };
+    rule.body.iter().enumerate().find_map(|(i, lit)| {
+        let Literal::Compare {
+            op: CmpOp::Eq,
+            lhs,
+            rhs,
+            ..
+        } = lit
+        else {
+            return None;
+        };
+        let (v, record) = match (lhs, rhs) {
+            (Expr::Var(v), r @ Expr::Record(..)) | (r @ Expr::Record(..), Expr::Var(v)) => (v, r),
+            _ => return None,
+        };
+        let in_atoms = rule.head.args.iter().any(|e| names(&v.name, e))
+            || rule.body.iter().any(|l| match l {
+                Literal::Positive(a) | Literal::Negative(a, _) => {
+                    a.args.iter().any(|e| names(&v.name, e))
+                }
+                Literal::Compare { .. } => false,
+            });
+        (!names(&v.name, record) && !in_atoms).then(|| (i, v.name.clone(), record.clone()))
+    })
+}
+
+/// Replace variable `name` by `by` everywhere in `e`.
+fn substitute(e: &mut Expr, name: &str, by: &Expr) {
+    match e {
+        Expr::Var(v) if v.name == name => *e = by.clone(),
+        Expr::Neg(i, _) | Expr::Unary(_, i, _) => substitute(i, name, by),
+        Expr::Binary { lhs, rhs, .. } => {
+            substitute(lhs, name, by);
+            substitute(rhs, name, by);
+        }
+        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
+            args.iter_mut().for_each(|a| substitute(a, name, by))
+        }
+        Expr::Field { record, .. } => substitute(record, name, by),
+        Expr::Var(_)
+        | Expr::Wildcard(_)
+        | Expr::Str(..)
+        | Expr::Num(..)
+        | Expr::Nil(_)
+        | Expr::Aggregate(_) => {}
+    }
+}
 
 /// Whether a body has an equality with a record on a side (the only place this pass
 /// changes anything).

@@ -753,6 +753,25 @@ fn aggregate_variables_are_scoped_as_in_souffle() {
     );
 }
 
+/// A variable that only names a written record is an alias of it (no atom types it).
+#[test]
+fn record_aliases_are_resolved() {
+    let p = check(
+        ".decl a(x: number, y: number)\n.decl r(x: number)\n\
+         r(z) :- a(x, y), r = [x, y], s = r, s = [v, w], w = z, z = v.\n",
+    )
+    .expect("checks");
+    assert_eq!(p.rules.len(), 1);
+    // Named by an atom, a record variable still needs that atom's record type.
+    check_err(
+        ".decl a(x: number, y: number)\n.decl r(x: number)\n\
+         r(z) :- a(z, q), q = [z, z].\n",
+        3,
+        23,
+        "type mismatch: this record pattern is matched with a number",
+    );
+}
+
 #[test]
 fn conversions_type_lower_and_print() {
     let p = check(
