@@ -35,7 +35,7 @@
 //! can (see [`ir::Relation::is_internal`]). Recursion through an aggregate is refused
 //! by the stratification, as Soufflé does.
 
-use super::Checker;
+use super::{Checker, children_mut};
 use crate::ir::{self, Relation};
 use crate::value::Type;
 use dynalog_syntax::ast::{self, AggFunc, Aggregate, Expr, Ident, Literal, Number};
@@ -80,17 +80,8 @@ fn contains_aggregate(e: &Expr) -> bool {
 fn rename_in_expr(e: &mut Expr, from: &str, to: &str) {
     match e {
         Expr::Var(v) if v.name == from => v.name = to.to_string(),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => rename_in_expr(i, from, to),
-        Expr::Binary { lhs, rhs, .. } => {
-            rename_in_expr(lhs, from, to);
-            rename_in_expr(rhs, from, to);
-        }
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
-            args.iter_mut().for_each(|a| rename_in_expr(a, from, to))
-        }
-        Expr::Field { record, .. } => rename_in_expr(record, from, to),
         Expr::Aggregate(a) => rename_in_aggregate(a, from, to),
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
+        _ => children_mut(e, |c| rename_in_expr(c, from, to)),
     }
 }
 
@@ -178,18 +169,7 @@ fn take_aggregates(e: &mut Expr, found: &mut Vec<(String, Aggregate)>, counter: 
             };
             found.push((name, *a));
         }
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => take_aggregates(i, found, counter),
-        Expr::Binary { lhs, rhs, .. } => {
-            take_aggregates(lhs, found, counter);
-            take_aggregates(rhs, found, counter);
-        }
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
-            for a in args {
-                take_aggregates(a, found, counter);
-            }
-        }
-        Expr::Field { record, .. } => take_aggregates(record, found, counter),
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => {}
+        _ => children_mut(e, |c| take_aggregates(c, found, counter)),
     }
 }
 

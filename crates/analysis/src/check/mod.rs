@@ -506,6 +506,26 @@ impl Checker<'_> {
 }
 
 /// Call `f` on every variable an expression reads (with repeats), left to right.
+/// Call `f` on each expression directly inside `e` (not inside an aggregate: its
+/// target and body are a scope of their own).
+fn children_mut(e: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
+    match e {
+        ast::Expr::Neg(i, _) | ast::Expr::Unary(_, i, _) => f(i),
+        ast::Expr::Binary { lhs, rhs, .. } => {
+            f(lhs);
+            f(rhs);
+        }
+        ast::Expr::Call(_, args, _) | ast::Expr::Record(_, args, _) => args.iter_mut().for_each(f),
+        ast::Expr::Field { record, .. } => f(record),
+        ast::Expr::Var(_)
+        | ast::Expr::Wildcard(_)
+        | ast::Expr::Str(..)
+        | ast::Expr::Num(..)
+        | ast::Expr::Nil(_)
+        | ast::Expr::Aggregate(_) => {}
+    }
+}
+
 fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
     match e {
         ast::Expr::Var(v) => f(v),

@@ -15,7 +15,7 @@
 
 use super::Checker;
 use super::desugar::{RawBody, RawTerm};
-use super::visit_vars;
+use super::{children_mut, visit_vars};
 use dynalog_syntax::ast::{self, Expr, Ident, Literal};
 use dynalog_syntax::{CmpOp, Diagnostic, Span};
 
@@ -80,21 +80,7 @@ fn record_alias(rule: &ast::Rule) -> Option<(usize, String, Expr)> {
 fn substitute(e: &mut Expr, name: &str, by: &Expr) {
     match e {
         Expr::Var(v) if v.name == name => *e = by.clone(),
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => substitute(i, name, by),
-        Expr::Binary { lhs, rhs, .. } => {
-            substitute(lhs, name, by);
-            substitute(rhs, name, by);
-        }
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => {
-            args.iter_mut().for_each(|a| substitute(a, name, by))
-        }
-        Expr::Field { record, .. } => substitute(record, name, by),
-        Expr::Var(_)
-        | Expr::Wildcard(_)
-        | Expr::Str(..)
-        | Expr::Num(..)
-        | Expr::Nil(_)
-        | Expr::Aggregate(_) => {}
+        _ => children_mut(e, |c| substitute(c, name, by)),
     }
 }
 
