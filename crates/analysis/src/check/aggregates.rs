@@ -59,21 +59,11 @@ pub(super) struct Expanded {
 pub(super) fn has_aggregate(rule: &ast::Rule) -> bool {
     let mut found = false;
     for_each_expr(&rule.head.args, &rule.body, &mut |e| {
-        found |= contains_aggregate(e);
+        found |= e
+            .find(false, &mut |x| matches!(x, Expr::Aggregate(_)))
+            .is_some();
     });
     found
-}
-
-/// Whether an expression is or holds an aggregate.
-fn contains_aggregate(e: &Expr) -> bool {
-    match e {
-        Expr::Aggregate(_) => true,
-        Expr::Neg(i, _) | Expr::Unary(_, i, _) => contains_aggregate(i),
-        Expr::Binary { lhs, rhs, .. } => contains_aggregate(lhs) || contains_aggregate(rhs),
-        Expr::Call(_, args, _) | Expr::Record(_, args, _) => args.iter().any(contains_aggregate),
-        Expr::Field { record, .. } => contains_aggregate(record),
-        Expr::Var(_) | Expr::Wildcard(_) | Expr::Str(..) | Expr::Num(..) | Expr::Nil(_) => false,
-    }
 }
 
 /// Rename variable `from` to `to` everywhere in `e`, inside aggregates too.
@@ -170,6 +160,26 @@ fn take_aggregates(e: &mut Expr, found: &mut Vec<(String, Aggregate)>, counter: 
             found.push((name, *a));
         }
         _ => children_mut(e, |c| take_aggregates(c, found, counter)),
+    }
+}
+
+/// Replace every aggregate of a literal that is not inside another by a fresh
+/// variable (see [`take_aggregates`]).
+fn take_literal_aggregates(
+    lit: &mut Literal,
+    found: &mut Vec<(String, Aggregate)>,
+    counter: &mut usize,
+) {
+    match lit {
+        Literal::Positive(a) | Literal::Negative(a, _) => {
+            for arg in &mut a.args {
+                take_aggregates(arg, found, counter);
+            }
+        }
+        Literal::Compare { lhs, rhs, .. } => {
+            take_aggregates(lhs, found, counter);
+            take_aggregates(rhs, found, counter);
+        }
     }
 }
 
@@ -342,30 +352,24 @@ impl Checker<'_> {
             take_aggregates(arg, &mut found, &mut counter);
         }
         for lit in &mut rule.body {
-            match lit {
-                Literal::Positive(a) | Literal::Negative(a, _) => {
-                    for arg in &mut a.args {
-                        take_aggregates(arg, &mut found, &mut counter);
-                    }
-                }
-                Literal::Compare { op, lhs, rhs, .. } => {
-                    take_aggregates(lhs, &mut found, &mut counter);
-                    take_aggregates(rhs, &mut found, &mut counter);
-                    // `_ = min x : { .. }` asks only that the aggregate has a value
-                    // (its witnesses bound): the `_` is its result, as in Soufflé.
-                    let result = |e: &Expr| match e {
-                        Expr::Var(v) if found.iter().any(|(n, _)| *n == v.name) => {
-                            Some(v.name.clone())
-                        }
-                        _ => None,
-                    };
-                    if *op == CmpOp::Eq {
-                        if let (Expr::Wildcard(s), Some(name)) = (&*lhs, result(rhs)) {
-                            *lhs = var(&name, *s);
-                        } else if let (Expr::Wildcard(s), Some(name)) = (&*rhs, result(lhs)) {
-                            *rhs = var(&name, *s);
-                        }
-                    }
+            take_literal_aggregates(lit, &mut found, &mut counter);
+            // `_ = min x : { .. }` asks only that the aggregate has a value (its
+            // witnesses bound): the `_` is its result, as in Soufflé.
+            if let Literal::Compare {
+                op: CmpOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } = lit
+            {
+                let result = |e: &Expr| match e {
+                    Expr::Var(v) if found.iter().any(|(n, _)| *n == v.name) => Some(v.name.clone()),
+                    _ => None,
+                };
+                if let (Expr::Wildcard(s), Some(name)) = (&*lhs, result(rhs)) {
+                    *lhs = var(&name, *s);
+                } else if let (Expr::Wildcard(s), Some(name)) = (&*rhs, result(lhs)) {
+                    *rhs = var(&name, *s);
                 }
             }
         }
@@ -597,17 +601,7 @@ impl Checker<'_> {
             let mut probe = body.clone();
             let (mut nested, mut counter) = (Vec::new(), self.agg_vars);
             for lit in &mut probe {
-                match lit {
-                    Literal::Positive(a) | Literal::Negative(a, _) => {
-                        for arg in &mut a.args {
-                            take_aggregates(arg, &mut nested, &mut counter);
-                        }
-                    }
-                    Literal::Compare { lhs, rhs, .. } => {
-                        take_aggregates(lhs, &mut nested, &mut counter);
-                        take_aggregates(rhs, &mut nested, &mut counter);
-                    }
-                }
+                take_literal_aggregates(lit, &mut nested, &mut counter);
             }
             let results = nested.into_iter().map(|(n, _)| n).collect();
             let bound = grounded_by(&probe, &results);

@@ -505,7 +505,6 @@ impl Checker<'_> {
     }
 }
 
-/// Call `f` on every variable an expression reads (with repeats), left to right.
 /// Call `f` on each expression directly inside `e` (not inside an aggregate: its
 /// target and body are a scope of their own).
 fn children_mut(e: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
@@ -526,6 +525,7 @@ fn children_mut(e: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
     }
 }
 
+/// Call `f` on every variable an expression reads (with repeats), left to right.
 fn visit_vars(e: &ast::Expr, f: &mut impl FnMut(&ast::Ident)) {
     match e {
         ast::Expr::Var(v) => f(v),
