@@ -35,6 +35,7 @@
 //! can (see [`ir::Relation::is_internal`]). Recursion through an aggregate is refused
 //! by the stratification, as Soufflé does.
 
+use super::ranges::bound_literals;
 use super::{Checker, children_mut};
 use crate::ir::{self, Relation};
 use crate::value::Type;
@@ -547,37 +548,16 @@ impl Checker<'_> {
                     context.push(lit.clone());
                 }
             }
-            // The comparisons whose variables the context binds, and the equalities that
-            // bind one more from them (`x = z + 1`), to a fixpoint.
-            let mut taken = vec![false; rule.body.len()];
-            let mut ctx_bound = grounded_by(&context, &HashSet::new());
-            loop {
-                let before = context.len();
-                for (i, lit) in rule.body.iter().enumerate() {
-                    if let Literal::Compare { op, lhs, rhs, .. } = lit
-                        && !taken[i]
-                        && !reads_result(lit)
-                    {
-                        let free = |e: &Expr| {
-                            let mut vs = Vec::new();
-                            all_vars(e, &mut vs);
-                            vs.iter().filter(|v| !ctx_bound.contains(&v.name)).count()
-                        };
-                        let (l, r) = (free(lhs), free(rhs));
-                        let binds = *op == CmpOp::Eq
-                            && ((l == 0 && matches!(rhs, Expr::Var(_)))
-                                || (r == 0 && matches!(lhs, Expr::Var(_))));
-                        if l + r == 0 || binds {
-                            taken[i] = true;
-                            context.push(lit.clone());
-                        }
-                    }
-                }
-                if context.len() == before {
-                    break;
-                }
-                ctx_bound = grounded_by(&context, &HashSet::new());
-            }
+            // The comparisons whose variables the context binds, also through the
+            // equalities among them (`x = z + 1`), to a fixpoint.
+            let comparisons = (0..rule.body.len())
+                .filter(|&k| {
+                    matches!(rule.body[k], Literal::Compare { .. }) && !reads_result(&rule.body[k])
+                })
+                .collect();
+            let taken = bound_literals(&context, &rule.body, comparisons, &HashSet::new());
+            context.extend(taken.into_iter().map(|k| rule.body[k].clone()));
+            let ctx_bound = grounded_by(&context, &HashSet::new());
             if !ctx_bound.contains(missing) {
                 let at = inside
                     .iter()

@@ -233,8 +233,9 @@ fn aggregate_locals<'a>(
 /// only a range not yet counted binds (`x < 2` of `x = range(0, 3), x < 2`), or that
 /// nothing binds (the rule's own check reports it). Leaving a literal out of a need
 /// rule only lets it ask for more bounds than the rule reads: the rule still joins
-/// the range's values with its whole body.
-fn bound_literals(
+/// the range's values with its whole body. (An aggregate's input rule takes the
+/// comparisons of the rest of its rule the same way.)
+pub(super) fn bound_literals(
     base: &[Literal],
     body: &[Literal],
     mut candidates: Vec<usize>,
