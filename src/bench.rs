@@ -27,7 +27,7 @@ pub struct BenchArgs {
     /// added and removed) [default: all four].
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<String>,
-    /// Repetitions of every measurement, each in a fresh process [default: 3].
+    /// Repetitions of every measurement, each in a fresh process, a workload's engines taking turns [default: 3].
     #[arg(long)]
     pub repeat: Option<usize>,
     /// Single-fact insertions and deletions per run [default: 100].
