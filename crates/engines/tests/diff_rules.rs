@@ -10,7 +10,7 @@ use dynalog_engines::diff::Diff;
 
 const DECLS: &str = ".decl edge(x: number, y: number)\n.decl sink(n: number)\n\
 .decl path(x: number, y: number)\n.decl node(n: number)\n.decl stuck(n: number)\n\
-.decl far(x: number, y: number)\n";
+.decl far(x: number, y: number)\n.decl t(s: number, p: number, o: number)\n";
 
 /// A program of the declarations above and the given rules, interning into the
 /// previous program's symbols.
@@ -337,5 +337,83 @@ fn base_facts_of_underived_relations_are_the_materialization() {
         base.push((edge, vec![6, 7]));
         check(&engine, &p2, &base, &prev, "after a refused commit");
         assert_eq!(base_records(&mut engine), 0);
+    }
+}
+
+/// RhoDF's rules over `t(s, p, o)`, with numbers for the vocabulary: most of their
+/// atoms name a property in the second column, so the circuit keeps `t`'s patterns by
+/// that constant, and a fact meets only those of its own property and those naming
+/// none. Facts and rules change; every commit equals the reference.
+#[test]
+fn patterns_kept_by_a_constant_meet_every_fact_they_match() {
+    // 1 type, 2 subClassOf, 3 subPropertyOf, 4 domain, 5 range.
+    const RULES: [&str; 6] = [
+        "t(y, 1, c) :- t(p, 4, c), t(y, p, _).",
+        "t(z, 1, c) :- t(p, 5, c), t(_, p, z).",
+        "t(p, 3, r) :- t(p, 3, q), t(q, 3, r).",
+        "t(c, 2, e) :- t(c, 2, d), t(d, 2, e).",
+        "t(x, 1, d) :- t(c, 2, d), t(x, 1, c).",
+        "t(x, q, y) :- t(p, 3, q), t(x, p, y).",
+    ];
+    let schema = [
+        [10, 4, 100],
+        [10, 5, 101],
+        [11, 3, 10],
+        [12, 3, 11],
+        [100, 2, 102],
+        [102, 2, 103],
+        [101, 2, 103],
+    ];
+    let data = [
+        [20, 12, 21],
+        [21, 11, 22],
+        [23, 10, 20],
+        [24, 1, 101],
+        [22, 13, 20],
+    ];
+    for workers in [1, 2] {
+        let p0 = with_rules(None, &RULES);
+        let t = p0.relation_id("t").unwrap();
+        let mut engine = Diff::new(p0.clone(), workers).expect("starts");
+        engine.track_changes(true);
+        let mut base: Vec<(RelId, Vec<Value>)> = schema
+            .iter()
+            .chain(&data[..3])
+            .map(|f| (t, f.to_vec()))
+            .collect();
+        for (r, f) in &base {
+            engine.insert(*r, f);
+        }
+        engine.commit().expect("commits");
+        let what = |s: &str| format!("{s}, {workers} workers");
+        let mut prev = check(&engine, &p0, &base, &vec![], &what("load"));
+        // More facts, then a schema triple out and a fact out.
+        for f in &data[3..] {
+            engine.insert(t, f);
+            base.push((t, f.to_vec()));
+        }
+        engine.commit().expect("commits");
+        prev = check(&engine, &p0, &base, &prev, &what("insert"));
+        for f in [[11, 3, 10], [20, 12, 21]] {
+            engine.remove(t, &f);
+            base.retain(|(_, g)| g[..] != f[..]);
+        }
+        engine.commit().expect("commits");
+        prev = check(&engine, &p0, &base, &prev, &what("delete"));
+        // The rules' patterns change: fewer constants than the dispatch needs, then all.
+        let mut program = p0;
+        for rules in [&RULES[4..], &RULES[..2], &RULES[..]] {
+            let next = with_rules(Some(&program), rules);
+            engine.set_program(next.clone());
+            engine.commit().expect("commits");
+            program = next;
+            prev = check(
+                &engine,
+                &program,
+                &base,
+                &prev,
+                &what(&format!("{rules:?}")),
+            );
+        }
     }
 }
