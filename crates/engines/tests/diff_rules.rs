@@ -33,6 +33,25 @@ fn check(
     want
 }
 
+/// Replace `program`'s rules by `rules` in `engine`, commit, and check the result.
+fn set_rules(
+    engine: &mut Diff,
+    program: &mut Program,
+    rules: &[&str],
+    base: &[(RelId, Vec<Value>)],
+    prev: &Db,
+    what: &str,
+) -> Db {
+    let next = with_rules(Some(program), rules);
+    for (a, b) in program.relations.iter().zip(&next.relations) {
+        assert_eq!(a.name, b.name, "relation ids are stable");
+    }
+    engine.set_program(next.clone());
+    engine.commit().expect("commits");
+    *program = next;
+    check(engine, program, base, prev, what)
+}
+
 #[test]
 fn add_and_remove_rules() {
     const BASE: &str = "path(x, y) :- edge(x, y).";
@@ -67,20 +86,8 @@ fn add_and_remove_rules() {
         ];
         let mut program = p0.clone();
         for (i, rules) in steps.iter().enumerate() {
-            let next = with_rules(Some(&program), rules);
-            for (a, b) in program.relations.iter().zip(&next.relations) {
-                assert_eq!(a.name, b.name, "relation ids are stable");
-            }
-            engine.set_program(next.clone());
-            engine.commit().expect("commits");
-            program = next;
-            prev = check(
-                &engine,
-                &program,
-                &edges,
-                &prev,
-                &format!("step {i}, {workers} workers"),
-            );
+            let what = format!("step {i}, {workers} workers");
+            prev = set_rules(&mut engine, &mut program, rules, &edges, &prev, &what);
         }
     }
 }
@@ -403,17 +410,8 @@ fn patterns_kept_by_a_constant_meet_every_fact_they_match() {
         // The rules' patterns change: fewer constants than the dispatch needs, then all.
         let mut program = p0;
         for rules in [&RULES[4..], &RULES[..2], &RULES[..]] {
-            let next = with_rules(Some(&program), rules);
-            engine.set_program(next.clone());
-            engine.commit().expect("commits");
-            program = next;
-            prev = check(
-                &engine,
-                &program,
-                &base,
-                &prev,
-                &what(&format!("{rules:?}")),
-            );
+            let what = what(&format!("{rules:?}"));
+            prev = set_rules(&mut engine, &mut program, rules, &base, &prev, &what);
         }
     }
 }
