@@ -372,69 +372,67 @@ pub fn run(args: &Options) -> Result<(), Error> {
             workload::ensure_split(&args.data_dir, w.data, *keep)?;
             prepared.push((w.name, *keep));
         }
-        {
-            bar.set_message(format!(
-                "{} {engine} {} {}%",
-                w.name,
-                mode.name(),
-                100 - keep
-            ));
-            let m = if engine == "souffle" {
-                match &souffle {
-                    None => not_installed(w, *mode, *keep, rep),
-                    Some(bin) => run_souffle(
-                        bin,
-                        &args.data_dir,
-                        *w,
-                        *mode,
-                        *keep,
-                        rep,
-                        args.workers,
-                        limits,
-                    )?,
-                }
-            } else {
-                let task = Task {
-                    mode: *mode,
-                    workload: *w,
-                    engine: engine.clone(),
-                    keep: *keep,
-                };
-                let cmd = worker_command(&exe, &task, &args.data_dir, args.workers, plan.singles);
-                let finished = child::run(cmd, limits)?;
-                measurement(&task, rep, finished)
-            };
-            let failed = matches!(m.status, Status::Mismatch | Status::Fail);
-            let line = format!(
-                "{} {} {}{}: {}{}",
-                m.workload,
-                m.engine,
-                m.mode.name(),
-                if m.mode == Mode::Update {
-                    format!(" {}%", m.update_percent)
-                } else {
-                    String::new()
-                },
-                m.status.label(),
-                match (&m.error, failed) {
-                    (Some(e), true) => format!(" {e}"),
-                    _ => format!(" ({:.2} s, {:.0} MB)", m.wall_s, m.peak_rss_mb),
-                }
-            );
-            if bar.is_hidden() {
-                // No terminal to draw the bar on (a log file): one line per measurement.
-                eprintln!(
-                    "[{}/{}] {line}",
-                    results.measurements.len() + 1,
-                    results.planned
-                );
-            } else if failed {
-                bar.println(line);
+        bar.set_message(format!(
+            "{} {engine} {} {}%",
+            w.name,
+            mode.name(),
+            100 - keep
+        ));
+        let m = if engine == "souffle" {
+            match &souffle {
+                None => not_installed(w, *mode, *keep, rep),
+                Some(bin) => run_souffle(
+                    bin,
+                    &args.data_dir,
+                    *w,
+                    *mode,
+                    *keep,
+                    rep,
+                    args.workers,
+                    limits,
+                )?,
             }
-            results.measurements.push(m);
-            write_partial(&results, &args.out)?;
-            bar.inc(1);
+        } else {
+            let task = Task {
+                mode: *mode,
+                workload: *w,
+                engine: engine.clone(),
+                keep: *keep,
+            };
+            let cmd = worker_command(&exe, &task, &args.data_dir, args.workers, plan.singles);
+            let finished = child::run(cmd, limits)?;
+            measurement(&task, rep, finished)
+        };
+        let failed = matches!(m.status, Status::Mismatch | Status::Fail);
+        let line = format!(
+            "{} {} {}{}: {}{}",
+            m.workload,
+            m.engine,
+            m.mode.name(),
+            if m.mode == Mode::Update {
+                format!(" {}%", m.update_percent)
+            } else {
+                String::new()
+            },
+            m.status.label(),
+            match (&m.error, failed) {
+                (Some(e), true) => format!(" {e}"),
+                _ => format!(" ({:.2} s, {:.0} MB)", m.wall_s, m.peak_rss_mb),
+            }
+        );
+        if bar.is_hidden() {
+            // No terminal to draw the bar on (a log file): one line per measurement.
+            eprintln!(
+                "[{}/{}] {line}",
+                results.measurements.len() + 1,
+                results.planned
+            );
+        } else if failed {
+            bar.println(line);
         }
+        results.measurements.push(m);
+        write_partial(&results, &args.out)?;
+        bar.inc(1);
     }
     bar.finish_and_clear();
 

@@ -69,8 +69,8 @@ struct RelationPatterns {
 /// (RhoDF's rules over `T(s, p, o)` name a property in the second column of 9 of the
 /// 10 patterns they use): a fact can match only the updates of its own value there and
 /// those that name no constant there. Checking every pattern, a fact paid for the
-/// patterns of every other property: with this, RhoDF over LUBM(1) loads 13–20%
-/// faster (see docs/benchmarks.md).
+/// patterns of every other property: with this, RhoDF over LUBM(1) loads in 8–20%
+/// less time (see docs/benchmarks.md).
 struct Dispatch {
     col: usize,
     by_const: FxHashMap<u32, Vec<u32>>,
@@ -167,9 +167,14 @@ impl Patterns {
             bytes: vec_bytes(&self.relations),
         };
         for r in &self.relations {
+            let dispatch = r.dispatch.as_ref().map_or(0, |d| {
+                let lists: u64 = d.by_const.values().map(vec_bytes).sum();
+                let entry = std::mem::size_of::<(u32, Vec<u32>)>() + 1;
+                lists + (d.by_const.capacity() * entry) as u64 + vec_bytes(&d.others)
+            });
             usage += Usage {
                 records: r.updates.len() as u64,
-                bytes: vec_bytes(&r.updates) + vec_bytes(&r.specs),
+                bytes: vec_bytes(&r.updates) + vec_bytes(&r.specs) + dispatch,
             };
         }
         usage
