@@ -528,6 +528,7 @@ pub(crate) fn distinct<'s, R: Row + Send>(
                     patterns.add(p, t, d, buckets, &tables, history, &mut sink);
                 }
             });
+            patterns.settle();
             input.for_each(|cap, data| {
                 hold_for_outputs(&mut held, &cap);
                 // Runs of one time each go at once to where that time's changes add

@@ -61,8 +61,10 @@ struct RelationPatterns {
     /// Length of `updates` after its last compaction.
     compacted: usize,
     /// Which of `updates` a fact can match, by the value of one column, when enough
-    /// of them name a constant there.
+    /// of them name a constant there (`None` while `stale`: every update is checked).
     dispatch: Option<Dispatch>,
+    /// `updates` changed since `dispatch` was built ([`Patterns::settle`] builds it).
+    stale: bool,
 }
 
 /// The updates of a relation's patterns by the constant they name in column `col`
@@ -86,6 +88,7 @@ impl RelationPatterns {
     /// rules), on the column where most of them name a constant.
     fn index(&mut self) {
         self.dispatch = None;
+        self.stale = false;
         let width = self.specs.iter().map(|s| s.cols.len()).max().unwrap_or(0);
         let constants = |c: usize| {
             self.specs
@@ -268,7 +271,19 @@ impl Patterns {
         let relation = &mut self.relations[rel];
         relation.updates.push((p, t, d));
         relation.specs.push(spec);
-        relation.index();
+        // The dispatch does not know the new update: every update is checked until
+        // `settle` builds it again, once for all the patterns that came together (a
+        // program's rules come at once; building it per pattern was quadratic in them).
+        relation.dispatch = None;
+        relation.stale = true;
+    }
+
+    /// Build the dispatch of each relation whose patterns changed (after a batch of
+    /// [`Patterns::add`]).
+    pub(crate) fn settle(&mut self) {
+        for relation in self.relations.iter_mut().filter(|r| r.stale) {
+            relation.index();
+        }
     }
 
     /// Advance the patterns' times by the frontier that `frontier()` gives (every
