@@ -205,11 +205,27 @@ pub(crate) struct CompiledRule {
     /// straight from the facts (the entries operator applies the first step to each
     /// matching fact), not from a seed joined with an index of every matching fact.
     pub direct: bool,
+    /// Where each head argument comes from when the rule's last atom is positive and
+    /// nothing follows it, and every head argument is a variable or a constant: the
+    /// last atoms' join then writes a head from the substitution and the entry
+    /// directly ([`CompiledRule::last_head`]), not through [`CompiledRule::advance`].
+    #[serde(default)]
+    pub head_from: Option<Vec<HeadFrom>>,
     /// The program's symbol table (shared), which string functors read and intern
     /// into. Not sent to the other processes of a cluster: programs with string
     /// functors run in one process ([`crate::config::create`] refuses them in a cluster).
     #[serde(skip)]
     pub symbols: SymbolTable,
+}
+
+/// Where a head argument comes from at the rule's last atom.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum HeadFrom {
+    /// A slot of the substitution.
+    Slot(u32),
+    /// A free value of the last atom's entry.
+    Val(u32),
+    Const(Value),
 }
 
 /// Where a substitution goes after a step.
@@ -223,6 +239,30 @@ pub(crate) enum Next {
 }
 
 impl CompiledRule {
+    /// The head fact of substitution `slots` at the rule's last atom with the entry's
+    /// free values `vals` (missing values are 0, as a row's padding), when
+    /// [`CompiledRule::head_from`] says where each argument comes from; the same fact as
+    /// [`CompiledRule::advance`] past the last atom.
+    #[inline]
+    pub(crate) fn last_head<R: super::types::Row>(
+        &self,
+        from: &[HeadFrom],
+        slots: &[u32],
+        vals: &[u32],
+    ) -> R {
+        let mut head = R::default();
+        let out = head.as_mut();
+        out[0] = self.head_rel;
+        for (o, f) in out[1..].iter_mut().zip(from) {
+            *o = match *f {
+                HeadFrom::Slot(s) => slots.get(s as usize).copied().unwrap_or(0),
+                HeadFrom::Val(k) => vals.get(k as usize).copied().unwrap_or(0),
+                HeadFrom::Const(c) => c,
+            };
+        }
+        head
+    }
+
     /// Apply the filters and assignments `ops` to `slots`; `false` if one fails.
     #[inline]
     fn apply(&self, ops: &[Literal], slots: &mut [u32]) -> bool {
@@ -310,6 +350,23 @@ impl CompiledRule {
             }
         }
     }
+}
+
+/// [`CompiledRule::head_from`] of a rule with head arguments `head` and last atom
+/// `last`: `None` unless the last atom is positive with nothing after it and every head
+/// argument is a variable or a constant.
+fn head_from(head: &[Expr], last: Option<&JoinStep>) -> Option<Vec<HeadFrom>> {
+    let last = last.filter(|j| j.key0 & NEG == 0 && j.post.is_empty())?;
+    head.iter()
+        .map(|e| match e {
+            Expr::Var(v) => Some(match last.binds.iter().position(|b| b == v) {
+                Some(k) => HeadFrom::Val(k as u32),
+                None => HeadFrom::Slot(*v),
+            }),
+            Expr::Const(c) => Some(HeadFrom::Const(*c)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The level of every rule: a coarse stratification in which recursion and positive
@@ -734,6 +791,7 @@ impl Registry {
                 patterns.push(j.key0);
             }
         }
+        let head_from = head_from(&rule.head.args, joins.last());
         Ok(CompiledRule {
             head_rel: rule.head.relation,
             head: rule.head.args.clone(),
@@ -741,6 +799,7 @@ impl Registry {
             joins,
             patterns,
             direct,
+            head_from,
             symbols: SymbolTable::new(),
         })
     }
@@ -888,4 +947,65 @@ pub(crate) fn explain(program: &Program) -> Result<String, String> {
         ));
     }
     Ok(blocks.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynalog_syntax::SourceFile;
+
+    fn program(text: &str) -> Program {
+        let file = SourceFile::new("t.dl", text);
+        let ast = dynalog_syntax::parse(&file).expect("parse");
+        dynalog_analysis::analyse(&file, &ast).expect("analyse")
+    }
+
+    #[test]
+    fn a_head_written_from_its_sources_is_the_head_advance_makes() {
+        // Heads of variables bound before the last atom and by it, constants, a
+        // repeated variable, a wildcard, and rules that must take the general path.
+        let p = program(
+            ".decl e(x: number, y: number)\n.decl t(x: number, y: number, z: number)\n\
+             .decl h(a: number, b: number, c: number, d: number)\n\
+             h(x, z, 7, x) :- e(x, y), e(y, z).\n\
+             h(z, y, x, z) :- e(x, y), t(y, _, z).\n\
+             h(x, y, y, 1) :- e(x, 5), e(5, y).\n\
+             h(x, y, z, z) :- e(x, y), e(y, z), x != z.\n\
+             h(x, y, w, w) :- e(x, y), e(y, z), w = z + 1.\n",
+        );
+        let levels = levels(&p);
+        let mut registry = Registry::default();
+        let mut fast = 0;
+        for (rule, &level) in p.rules.iter().zip(&levels) {
+            let id = registry
+                .rule_id(rule, level, None, &p.symbols)
+                .expect("compiles");
+            let rules = registry.shared.rules.read().expect("rules");
+            let compiled = &rules[id as usize];
+            let Some(from) = compiled.head_from.as_deref() else {
+                continue;
+            };
+            fast += 1;
+            let at = compiled.joins.len() - 1;
+            // Substitutions and entries of small values, every combination.
+            for seed in 0..64u32 {
+                let mut slots = [0u32; 8];
+                for (i, s) in slots.iter_mut().enumerate() {
+                    *s = (seed >> i) % 3 + 1;
+                }
+                let vals = [seed % 5, seed % 7, seed % 2];
+                let mut s = slots;
+                let mut out = [0u32; 8];
+                let general = match compiled.advance(Some(at), &vals, &mut s, &mut out) {
+                    Next::Head => Some(out),
+                    _ => None,
+                };
+                let direct: [u32; 8] = compiled.last_head(from, &slots, &vals);
+                assert_eq!(general, Some(direct), "rule {id}: {}", rule.text);
+            }
+        }
+        // The first three go the direct way; a filter or an assignment after the last
+        // atom keeps a rule on the general one.
+        assert_eq!(fast, 3);
+    }
 }
