@@ -458,16 +458,24 @@ fn start_typed<R: Row>(
         })
         .map_err(|e| format!("cannot start the differential workers: {e}"))?;
     let started = match timeout {
-        Some(t) => guards_rx.recv_timeout(t).map_err(|_| {
-            format!(
-                "could not connect to the other processes within {} s (hosts: {})",
-                t.as_secs_f64(),
-                cluster
-                    .as_ref()
-                    .map(|c| c.hosts.join(", "))
-                    .unwrap_or_default()
-            )
-        })?,
+        Some(t) => match guards_rx.recv_timeout(t) {
+            Ok(started) => started,
+            Err(_) => {
+                // The connecting thread cannot be stopped: it goes on waiting for the
+                // peers, printing its progress every second. The hook's redirection
+                // stays for the rest of the process (restoring it let that chatter
+                // reach standard output before the caller's exit).
+                std::mem::forget(_connecting);
+                return Err(format!(
+                    "could not connect to the other processes within {} s (hosts: {})",
+                    t.as_secs_f64(),
+                    cluster
+                        .as_ref()
+                        .map(|c| c.hosts.join(", "))
+                        .unwrap_or_default()
+                ));
+            }
+        },
         None => guards_rx
             .recv()
             .map_err(|_| "the differential workers did not start".to_string())?,
@@ -568,7 +576,9 @@ pub struct Cluster {
 /// prints its connection progress ("awaiting connections ...") on standard output,
 /// which a program writing its results there can redirect meanwhile (the `dynalog`
 /// binary sends it to standard error) by returning a guard that restores it on drop.
-/// The engines never touch the process's descriptors themselves.
+/// When the connection times out, timely's connecting thread lives on (and prints
+/// every second): the guard is then never dropped, so the redirection lasts for the
+/// rest of the process. The engines never touch the process's descriptors themselves.
 #[derive(Clone)]
 pub struct ConnectHook(pub Arc<dyn Fn() -> Box<dyn std::any::Any> + Send + Sync>);
 
