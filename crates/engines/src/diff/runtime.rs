@@ -436,8 +436,9 @@ fn start_typed<R: Row>(
     // thread of its own, so that a peer that never comes is an error after the timeout.
     let (guards_tx, guards_rx) = unbounded();
     // timely prints its connection progress ("awaiting connections ...") on standard
-    // output: the caller's hook may redirect it while connecting.
-    let _connecting = timeout
+    // output: the caller's hook may redirect it while connecting (the guard is held
+    // until this function returns).
+    let connecting = timeout
         .and(cluster.as_ref())
         .and_then(|c| c.connecting.as_ref())
         .map(|hook| (hook.0)());
@@ -465,7 +466,7 @@ fn start_typed<R: Row>(
                 // peers, printing its progress every second. The hook's redirection
                 // stays for the rest of the process (restoring it let that chatter
                 // reach standard output before the caller's exit).
-                std::mem::forget(_connecting);
+                std::mem::forget(connecting);
                 return Err(format!(
                     "could not connect to the other processes within {} s (hosts: {})",
                     t.as_secs_f64(),
