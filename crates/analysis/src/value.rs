@@ -16,32 +16,63 @@ pub type Value = u32;
 /// slices and a copy beyond. Used where every tuple of a relation is sorted at once: the
 /// output files, the `diff` engine's base facts.
 pub fn sort_rows(data: &mut [Value], arity: usize) {
-    fn by<const N: usize>(data: &mut [Value]) {
+    sort_rows_on(data, arity, 1);
+}
+
+/// [`sort_rows`] on up to `threads` threads: the rows are split in place at their
+/// median (`select_nth_unstable`, one pass), each half sorted on a thread of its own,
+/// and so on while threads are left, so that no copy of the rows is made (the output
+/// of a 24.7M-fact relation sorts in 198 MB, not twice that). Fewer than
+/// [`PARALLEL_SORT_FROM`] rows are sorted on the calling thread.
+pub fn sort_rows_on(data: &mut [Value], arity: usize, threads: usize) {
+    fn by<const N: usize>(data: &mut [Value], threads: usize) {
         let (rows, rest) = data.as_chunks_mut::<N>();
         debug_assert!(rest.is_empty());
-        rows.sort_unstable();
+        sort_split(rows, threads, &|r: &[Value; N]| *r);
     }
     match arity {
         0 => {}
-        1 => data.sort_unstable(),
+        1 => sort_split(data, threads, &|v: &Value| *v),
         2 => {
             // One comparison of 64 bits a pair (as fast as sorting packed words).
             let (rows, _) = data.as_chunks_mut::<2>();
-            rows.sort_unstable_by_key(|r| (u64::from(r[0]) << 32) | u64::from(r[1]));
+            sort_split(rows, threads, &|r: &[Value; 2]| {
+                (u64::from(r[0]) << 32) | u64::from(r[1])
+            });
         }
-        3 => by::<3>(data),
-        4 => by::<4>(data),
-        5 => by::<5>(data),
-        6 => by::<6>(data),
-        7 => by::<7>(data),
-        8 => by::<8>(data),
+        3 => by::<3>(data, threads),
+        4 => by::<4>(data, threads),
+        5 => by::<5>(data, threads),
+        6 => by::<6>(data, threads),
+        7 => by::<7>(data, threads),
+        8 => by::<8>(data, threads),
         _ => {
             let mut rows: Vec<&[Value]> = data.chunks_exact(arity).collect();
-            rows.sort_unstable();
+            sort_split(&mut rows, threads, &|r: &&[Value]| *r);
             let sorted: Vec<Value> = rows.concat();
             data.copy_from_slice(&sorted);
         }
     }
+}
+
+/// The rows from which [`sort_rows_on`] uses more than one thread (below, a thread's
+/// start costs more than it saves).
+pub const PARALLEL_SORT_FROM: usize = 1 << 16;
+
+/// Sort `rows` by `key` (unstable), split at the median among `threads` threads.
+fn sort_split<T: Send, K: Ord>(rows: &mut [T], threads: usize, key: &(impl Fn(&T) -> K + Sync)) {
+    if threads <= 1 || rows.len() < PARALLEL_SORT_FROM {
+        rows.sort_unstable_by_key(key);
+        return;
+    }
+    let mid = rows.len() / 2;
+    rows.select_nth_unstable_by_key(mid, key);
+    let (low, high) = rows.split_at_mut(mid);
+    let half = threads / 2;
+    std::thread::scope(|s| {
+        s.spawn(|| sort_split(low, half, key));
+        sort_split(high, threads - half, key);
+    });
 }
 
 /// The types of the language: four primitive types, and record and algebraic data
@@ -147,6 +178,15 @@ impl Type {
             Type::Number => (v as i32).to_string(),
             Type::Unsigned => v.to_string(),
             Type::Float => format_float(f32::from_bits(v)),
+        }
+    }
+
+    /// [`Type::render`] with the table's read lock already held (many values at once).
+    pub fn render_read(self, v: Value, symbols: &SymbolsRead<'_>) -> String {
+        match self {
+            Type::Record(_) => records::render(self, v, symbols, false),
+            Type::Symbol => symbols.resolve(v).to_string(),
+            _ => self.render_primitive(v),
         }
     }
 
@@ -706,6 +746,33 @@ mod records;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_sorted_on_several_threads_are_sorted_as_on_one() {
+        // Past the threshold, with duplicates and an odd count of rows, so that the
+        // split at the median is taken (and taken again with four threads).
+        let n = PARALLEL_SORT_FROM * 2 + 7;
+        for arity in [1usize, 2, 3, 9] {
+            let mut state = 0x9e37_79b9_u32;
+            let data: Vec<Value> = (0..n * arity)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    state % 1000
+                })
+                .collect();
+            let mut one = data.clone();
+            sort_rows(&mut one, arity);
+            for threads in [2, 3, 4] {
+                let mut several = data.clone();
+                sort_rows_on(&mut several, arity, threads);
+                assert_eq!(several, one, "arity {arity}, {threads} threads");
+            }
+            let rows: Vec<&[Value]> = one.chunks_exact(arity).collect();
+            assert!(rows.windows(2).all(|w| w[0] <= w[1]), "arity {arity}");
+        }
+    }
 
     #[test]
     fn rows_of_any_arity_sort_as_their_value_lists() {
