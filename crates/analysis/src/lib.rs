@@ -23,5 +23,5 @@ pub use dynalog_syntax::{ArithOp, CmpOp, UnaryOp};
 pub use ir::*;
 pub use value::{
     Branch, ParseValueError, ParseValueErrorKind, RecordType, SymbolTable, SymbolsRead, TableMark,
-    Texts, Type, Value, sort_rows, sort_rows_on,
+    Texts, Type, Value, sort_on_threads_by, sort_rows, sort_rows_on,
 };

@@ -65,13 +65,27 @@ fn sort_split<T: Send, K: Ord>(rows: &mut [T], threads: usize, key: &(impl Fn(&T
         rows.sort_unstable_by_key(key);
         return;
     }
-    let mid = rows.len() / 2;
-    rows.select_nth_unstable_by_key(mid, key);
-    let (low, high) = rows.split_at_mut(mid);
+    sort_on_threads_by(rows, threads, &|a: &T, b: &T| key(a).cmp(&key(b)));
+}
+
+/// Sort `items` by `compare` (unstable) on up to `threads` threads, as
+/// [`sort_rows_on`] does: split in place at the median, each half on a thread.
+pub fn sort_on_threads_by<T: Send>(
+    items: &mut [T],
+    threads: usize,
+    compare: &(impl Fn(&T, &T) -> std::cmp::Ordering + Sync),
+) {
+    if threads <= 1 || items.len() < PARALLEL_SORT_FROM {
+        items.sort_unstable_by(compare);
+        return;
+    }
+    let mid = items.len() / 2;
+    items.select_nth_unstable_by(mid, compare);
+    let (low, high) = items.split_at_mut(mid);
     let half = threads / 2;
     std::thread::scope(|s| {
-        s.spawn(|| sort_split(low, half, key));
-        sort_split(high, threads - half, key);
+        s.spawn(|| sort_on_threads_by(low, half, compare));
+        sort_on_threads_by(high, threads - half, compare);
     });
 }
 

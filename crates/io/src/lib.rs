@@ -402,9 +402,8 @@ impl Sorter {
 }
 
 /// Write flat tuples as delimiter-separated lines (Soufflé's fact format). A large
-/// relation's lines are made on every core: its rows are cut into parts of
-/// [`LINES_PER_PART`], formatted side by side (a part per thread), and written in
-/// order while the next parts are made (tc over G(5000, 0.001): 24.7M lines, 236 MB).
+/// relation's lines are made on every core ([`write_in_parts`], parts of
+/// [`LINES_PER_PART`] lines; tc over G(5000, 0.001): 24.7M lines, 236 MB).
 pub fn write_tuples(
     out: &mut impl Write,
     rel: &Relation,
@@ -430,46 +429,79 @@ fn write_lines(
     if arity == 0 {
         return Ok(());
     }
-    let part = LINES_PER_PART * arity;
-    if threads <= 1 || data.len() <= part {
+    write_in_parts(
+        out,
+        data,
+        LINES_PER_PART * arity,
+        threads,
+        |rows, buffer, _: &mut ()| {
+            format_lines(buffer, &rel.types, &symbols.read(), rows, delim);
+        },
+    )?;
+    Ok(())
+}
+
+/// Write `items` as text made part by part: `format(part, buffer, state)` appends a part's
+/// text (`per_part` items, the last part shorter) to an empty buffer. On more than one
+/// thread, a wave of parts is formatted, a part per thread, while the calling thread
+/// writes the wave before (two sets of buffers, swapped after each wave); the text is
+/// written in the items' order either way. Returns each part's `state`, in order.
+pub fn write_in_parts<T: Sync, S: Default + Send>(
+    out: &mut (impl Write + ?Sized),
+    items: &[T],
+    per_part: usize,
+    threads: usize,
+    format: impl Fn(&[T], &mut Vec<u8>, &mut S) + Sync,
+) -> std::io::Result<Vec<S>> {
+    let per_part = per_part.max(1);
+    let mut states: Vec<S> = Vec::new();
+    if threads <= 1 || items.len() <= per_part {
         let mut buffer = Vec::new();
-        for rows in data.chunks(part) {
+        for part in items.chunks(per_part) {
             buffer.clear();
-            format_lines(&mut buffer, &rel.types, &symbols.read(), rows, delim);
+            let mut state = S::default();
+            format(part, &mut buffer, &mut state);
             out.write_all(&buffer)?;
+            states.push(state);
         }
-        return Ok(());
+        return Ok(states);
     }
-    // A wave of parts is formatted, a part per thread, while the calling thread writes
-    // the wave before (two sets of buffers, swapped after each wave).
-    let mut filling: Vec<Vec<u8>> = vec![Vec::new(); threads];
-    let mut ready: Vec<Vec<u8>> = vec![Vec::new(); threads];
+    let mut filling: Vec<(Vec<u8>, S)> = (0..threads).map(|_| Default::default()).collect();
+    let mut ready: Vec<(Vec<u8>, S)> = (0..threads).map(|_| Default::default()).collect();
     let mut ready_parts = 0;
-    for wave in data.chunks(part * threads) {
+    let format = &format;
+    for wave in items.chunks(per_part * threads) {
         std::thread::scope(|s| {
-            for (rows, buffer) in wave.chunks(part).zip(filling.iter_mut()) {
+            for (part, (buffer, state)) in wave.chunks(per_part).zip(filling.iter_mut()) {
                 s.spawn(move || {
                     buffer.clear();
-                    format_lines(buffer, &rel.types, &symbols.read(), rows, delim);
+                    format(part, buffer, state);
                 });
             }
             ready[..ready_parts]
-                .iter()
-                .try_for_each(|buffer| out.write_all(buffer))
+                .iter_mut()
+                .try_for_each(|(buffer, state)| {
+                    states.push(std::mem::take(state));
+                    out.write_all(buffer)
+                })
         })?;
-        ready_parts = wave.len().div_ceil(part);
+        ready_parts = wave.len().div_ceil(per_part);
         std::mem::swap(&mut filling, &mut ready);
     }
     ready[..ready_parts]
-        .iter()
-        .try_for_each(|buffer| out.write_all(buffer))
+        .iter_mut()
+        .try_for_each(|(buffer, state)| {
+            states.push(std::mem::take(state));
+            out.write_all(buffer)
+        })?;
+    Ok(states)
 }
 
 /// The lines of a part of [`write_tuples`]'s output (about 5 MB of numbers).
 const LINES_PER_PART: usize = 1 << 19;
 
 /// The threads that sort and format a relation's output: the machine's cores, at most 8.
-fn output_threads() -> usize {
+pub fn output_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
