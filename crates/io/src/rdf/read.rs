@@ -297,9 +297,15 @@ fn skip(
     Ok(())
 }
 
-/// Parse a batch of lines (see [`read_ntriples`]).
+/// Parse a batch of lines (see [`read_ntriples`]): with one parser for the whole batch,
+/// and line by line (to place each error, and resolve relative IRIs) only if that
+/// fails.
 fn parse_nt_lines(lines: &Lines, base: &oxiri::Iri<String>) -> Parsed {
     let mut parsed = Parsed::default();
+    if parse_nt_line(&lines.text, &mut parsed.triples).is_ok() {
+        return parsed;
+    }
+    parsed.triples.clear();
     let mut triples = Vec::new();
     for (i, line) in lines.text.split_inclusive(|&b| b == b'\n').enumerate() {
         triples.clear();
@@ -501,6 +507,26 @@ mod tests {
             ..RdfOptions::default()
         };
         assert!(triples_of(&path, &bad).is_err());
+    }
+
+    #[test]
+    fn a_triple_over_two_lines_or_two_triples_on_one_are_errors_of_their_line() {
+        // A batch is parsed whole first: it must refuse what a line alone refuses.
+        let dir = tempfile::tempdir().unwrap();
+        let good = "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n";
+        for (bad, line) in [
+            ("<http://ex.org/s> <http://ex.org/p>\n <http://ex.org/o> .\n", 2),
+            (
+                "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> . <http://ex.org/s> <http://ex.org/p> <http://ex.org/o2> .\n",
+                2,
+            ),
+        ] {
+            let path = write_file(dir.path(), "bad.nt", &format!("{good}{bad}{good}"));
+            let e = triples_of(&path, &RdfOptions::default()).unwrap_err();
+            assert_eq!(e.line, line, "{e}");
+        }
+        let path = write_file(dir.path(), "good.nt", &good.repeat(3));
+        assert_eq!(triples_of(&path, &RdfOptions::default()).unwrap().0.len(), 3);
     }
 
     #[test]
