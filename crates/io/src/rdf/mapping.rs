@@ -4,7 +4,7 @@
 //! written back as triples.
 
 use super::read::{RdfFormat, RdfOptions, ReadStats, read_triples};
-use super::terms::{RDF_TYPE, iri_symbol, split_iri, term_symbol};
+use super::terms::{RDF_TYPE, iri_symbol, split_iri, term_symbol_into};
 use crate::Tuples;
 use dynalog_analysis::{IoSpec, Program, RelId, Type, Value};
 use dynalog_syntax::{Diagnostic, SourceFile};
@@ -344,7 +344,12 @@ pub fn load_rdf(
     let mut observed: HashMap<usize, String> = HashMap::new();
     let file_id = options.file_id;
     let symbols = &mut program.symbols;
-    let intern = |term: TermRef<'_>| -> Value { symbols.intern(&term_symbol(term, file_id)) };
+    let mut symbol = String::new();
+    let mut intern = |term: TermRef<'_>| -> Value {
+        symbol.clear();
+        term_symbol_into(term, file_id, &mut symbol);
+        symbols.intern(&symbol)
+    };
     let read = read_triples(path, options, &mut |t: &Triple| {
         let s = intern(t.subject.as_ref().into());
         if !triple_batches.is_empty() {

@@ -515,7 +515,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let good = "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n";
         for (bad, line) in [
-            ("<http://ex.org/s> <http://ex.org/p>\n <http://ex.org/o> .\n", 2),
+            (
+                "<http://ex.org/s> <http://ex.org/p>\n <http://ex.org/o> .\n",
+                2,
+            ),
             (
                 "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> . <http://ex.org/s> <http://ex.org/p> <http://ex.org/o2> .\n",
                 2,
@@ -526,7 +529,10 @@ mod tests {
             assert_eq!(e.line, line, "{e}");
         }
         let path = write_file(dir.path(), "good.nt", &good.repeat(3));
-        assert_eq!(triples_of(&path, &RdfOptions::default()).unwrap().0.len(), 3);
+        assert_eq!(
+            triples_of(&path, &RdfOptions::default()).unwrap().0.len(),
+            3
+        );
     }
 
     #[test]

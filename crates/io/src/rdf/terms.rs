@@ -57,22 +57,46 @@ impl std::error::Error for TermError {}
 
 /// The symbol of a term (see the module docs).
 pub fn term_symbol(term: TermRef<'_>, file_id: u32) -> String {
+    let mut symbol = String::new();
+    term_symbol_into(term, file_id, &mut symbol);
+    symbol
+}
+
+/// [`term_symbol`] appended to `out`, without a `String` of its own (a load makes one
+/// symbol per term it reads).
+pub fn term_symbol_into(term: TermRef<'_>, file_id: u32, out: &mut String) {
+    use std::fmt::Write as _;
+    // Writing to a `String` cannot fail.
     match term {
-        TermRef::NamedNode(n) => iri_symbol(n.as_str()),
-        TermRef::BlankNode(b) => format!("_:f{file_id}_{}", b.as_str()),
-        TermRef::Literal(l) => l.to_string(),
+        TermRef::NamedNode(n) => push_iri_symbol(n.as_str(), out),
+        TermRef::BlankNode(b) => {
+            let _ = write!(out, "_:f{file_id}_{}", b.as_str());
+        }
+        TermRef::Literal(l) => {
+            let _ = write!(out, "{l}");
+        }
     }
 }
 
 /// The symbol of an IRI: a prefixed name in the rdf, rdfs, owl and xsd namespaces,
 /// otherwise the IRI itself.
 pub fn iri_symbol(iri: &str) -> String {
+    let mut symbol = String::new();
+    push_iri_symbol(iri, &mut symbol);
+    symbol
+}
+
+/// [`iri_symbol`] appended to `out`.
+fn push_iri_symbol(iri: &str, out: &mut String) {
     for (prefix, ns) in PREFIXES {
         if let Some(local) = iri.strip_prefix(ns) {
-            return format!("{prefix}:{local}");
+            out.push_str(prefix);
+            out.push(':');
+            out.push_str(local);
+            return;
         }
     }
-    iri.to_string()
+    out.push_str(iri);
 }
 
 /// The IRI a symbol stands for when it is not a literal or a blank node: prefixed
