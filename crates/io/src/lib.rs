@@ -478,23 +478,25 @@ pub fn write_in_parts<T: Sync, S: Default + Send>(
                     format(part, buffer, state);
                 });
             }
-            ready[..ready_parts]
-                .iter_mut()
-                .try_for_each(|(buffer, state)| {
-                    states.push(std::mem::take(state));
-                    out.write_all(buffer)
-                })
+            write_parts(out, &mut ready[..ready_parts], &mut states)
         })?;
         ready_parts = wave.len().div_ceil(per_part);
         std::mem::swap(&mut filling, &mut ready);
     }
-    ready[..ready_parts]
-        .iter_mut()
-        .try_for_each(|(buffer, state)| {
-            states.push(std::mem::take(state));
-            out.write_all(buffer)
-        })?;
+    write_parts(out, &mut ready[..ready_parts], &mut states)?;
     Ok(states)
+}
+
+/// Write formatted parts in order, moving their states to `states`.
+fn write_parts<S: Default>(
+    out: &mut (impl Write + ?Sized),
+    parts: &mut [(Vec<u8>, S)],
+    states: &mut Vec<S>,
+) -> std::io::Result<()> {
+    parts.iter_mut().try_for_each(|(buffer, state)| {
+        states.push(std::mem::take(state));
+        out.write_all(buffer)
+    })
 }
 
 /// The lines of a part of [`write_tuples`]'s output (about 1.3 MB of numbers: two sets
