@@ -194,11 +194,12 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
             |part: &[[Value; 3]], buffer: &mut Vec<u8>, stats: &mut PartStats| {
                 let symbols = writer.symbols().read();
                 for &triple in part {
-                    match writer.terms_of(triple, &symbols) {
-                        Ok((s, p, o)) => {
-                            for text in [s, " ", p, " ", o, " .\n"] {
-                                buffer.extend_from_slice(text.as_bytes());
+                    match writer.line_pieces(triple, &symbols) {
+                        Ok(pieces) => {
+                            for piece in pieces {
+                                buffer.extend_from_slice(piece.as_bytes());
                             }
+                            buffer.push(b'\n');
                             *stats.written.entry(triple[1]).or_default() += 1;
                         }
                         Err(e) => {

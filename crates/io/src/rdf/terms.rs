@@ -242,34 +242,22 @@ impl<'a> NTriplesWriter<'a> {
     /// cannot be written: a literal subject, a predicate that is not an IRI, a symbol
     /// that is no RDF term.
     pub fn line(&mut self, triple: [Value; 3]) -> Result<String, TermError> {
-        let mut line = String::new();
-        self.line_into(triple, &mut line)?;
-        Ok(line)
-    }
-
-    /// [`NTriplesWriter::line`] into `line` (cleared first), reusing its allocation.
-    pub fn line_into(&mut self, triple: [Value; 3], line: &mut String) -> Result<(), TermError> {
-        line.clear();
         for v in triple {
             self.render(v);
         }
-        let (s, p, o) = self.terms_of(triple, &self.symbols.read())?;
-        line.reserve(s.len() + p.len() + o.len() + 4);
-        for part in [s, " ", p, " ", o, " ."] {
-            line.push_str(part);
-        }
-        Ok(())
+        Ok(self.line_pieces(triple, &self.symbols.read())?.concat())
     }
 
-    /// The terms of a triple whose symbols were rendered ([`NTriplesWriter::render`]), or
-    /// why it cannot be written (as [`NTriplesWriter::line`] says). Takes `&self`, so
-    /// that several threads make lines with one writer; `symbols` is a read lock on the
-    /// writer's table, held for many triples.
-    pub fn terms_of(
+    /// The pieces of a triple's line (`s`, ` `, `p`, ` `, `o`, ` .`), its symbols
+    /// rendered before ([`NTriplesWriter::render`]), or why it cannot be written (as
+    /// [`NTriplesWriter::line`] says). Takes `&self`, so that several threads make lines
+    /// with one writer; `symbols` is a read lock on the writer's table, held for many
+    /// triples.
+    pub fn line_pieces(
         &self,
         [s, p, o]: [Value; 3],
         symbols: &SymbolsRead<'_>,
-    ) -> Result<(&str, &str, &str), TermError> {
+    ) -> Result<[&str; 6], TermError> {
         let (ss, ps) = (symbols.resolve(s), symbols.resolve(p));
         if ss.starts_with('"') {
             return Err(TermError::LiteralSubject(ss.to_string()));
@@ -277,7 +265,7 @@ impl<'a> NTriplesWriter<'a> {
         if ps.starts_with('"') || ps.starts_with("_:") {
             return Err(TermError::PredicateNotIri(ps.to_string()));
         }
-        Ok((self.term(s)?, self.term(p)?, self.term(o)?))
+        Ok([self.term(s)?, " ", self.term(p)?, " ", self.term(o)?, " ."])
     }
 
     /// The table whose symbols this writer renders.
