@@ -29,6 +29,22 @@ impl Spinner {
         Spinner::display(message.into(), None)
     }
 
+    /// The spinner of an engine's commit: the facts the commit changed so far, when the
+    /// engine counts them ([`dynalog_engines::Engine::progress`]), shown as
+    /// `N facts so far, {message}`.
+    pub fn evaluating(engine: &dyn dynalog_engines::Engine, message: &str) -> Spinner {
+        match engine.progress() {
+            Some(position) => Spinner::display(
+                format!("facts so far, {message}"),
+                Some(Count {
+                    position,
+                    total: None,
+                }),
+            ),
+            None => Spinner::start(message),
+        }
+    }
+
     fn display(message: String, count: Option<Count>) -> Spinner {
         if !std::io::stderr().is_terminal() {
             return Spinner {

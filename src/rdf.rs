@@ -147,7 +147,7 @@ fn materialize(args: MaterializeArgs) -> Result<(), String> {
     let unmapped = load.unmapped;
     drop(load);
     let stats = {
-        let _spinner = Spinner::start("materializing");
+        let _spinner = Spinner::evaluating(engine.as_ref(), "materializing");
         engine.commit().map_err(|e| format!("error: {e}"))?
     };
     let memory = if args.stats {

@@ -219,7 +219,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     drop(loaded);
     let stats = {
-        let _spinner = Spinner::start("evaluating");
+        let _spinner = Spinner::evaluating(engine.as_ref(), "evaluating");
         engine.commit().map_err(|e| format!("error: {e}"))?
     };
     // Measured now, before the outputs are written (which allocate buffers of their

@@ -147,6 +147,40 @@ fn a_closed_standard_output_ends_commands_quietly() {
 }
 
 #[test]
+fn run_shows_the_facts_so_far_on_a_terminal() {
+    // A chain of 1,500 edges: 1.1M paths, long enough for the display to be drawn.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let edges: String = (0..1500).map(|i| format!("{i}\t{}\n", i + 1)).collect();
+    std::fs::write(dir.path().join("edge.facts"), edges).expect("facts");
+    let program = dir.path().join("tc.dl");
+    std::fs::write(
+        &program,
+        ".decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n\
+         .output path\npath(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n",
+    )
+    .expect("program");
+    let d = dir.path().to_str().expect("utf-8");
+    for engine in ["seminaive", "diff"] {
+        let command = format!(
+            "{} run {d}/tc.dl -F {d} -D {d} --engine {engine} -w 2",
+            env!("CARGO_BIN_EXE_dynalog")
+        );
+        let o = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("DYNALOG_PROGRESS_DELAY_MS", "0")
+            .stdin(Stdio::null())
+            .output()
+            .expect("the command runs");
+        let shown = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{engine}: {shown}");
+        assert!(
+            shown.contains("facts so far, evaluating"),
+            "{engine}: {shown}"
+        );
+    }
+}
+
+#[test]
 fn gen_shows_progress_on_a_terminal_only() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("big.facts");

@@ -4,6 +4,8 @@
 
 use crate::{EngineError, Limits};
 use dynalog_analysis::{Program, RelId, Value};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 /// What an engine reports about one commit.
@@ -210,6 +212,15 @@ pub trait Engine {
 
     /// All facts of a relation (as of the last commit), in no particular order.
     fn facts(&self, relation: RelId) -> Vec<Vec<Value>>;
+
+    /// A count of the facts the running commit has changed so far (a lower bound,
+    /// raised as the evaluation goes; 0 when a commit starts), to be read from another
+    /// thread while [`Engine::commit`] runs: a progress display for a long evaluation.
+    /// The same counter serves every commit of the engine. `None` if the engine keeps
+    /// no such count.
+    fn progress(&self) -> Option<Arc<AtomicU64>> {
+        None
+    }
 
     /// What the engine holds in memory, by part, as of now (`None` if it does not
     /// account for its memory). Cheap enough for a status query, not for every commit:

@@ -3,7 +3,8 @@
 
 use crate::EngineError;
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Per-transaction limits ([`crate::Engine::set_limits`]). A commit that exceeds one stops
@@ -85,21 +86,26 @@ impl fmt::Display for LimitExceeded {
 }
 
 /// The limits of one commit, shared by the threads evaluating it: the deadline, and
-/// which limit stopped it once one did.
+/// which limit stopped it once one did; and the engine's count of the commit's changes
+/// so far ([`crate::Engine::progress`]), which every check of the changes raises.
 #[derive(Debug)]
 pub(crate) struct Budget {
     limits: Limits,
     deadline: Option<Instant>,
     /// 0: running; 1: too many changes; 2: too late.
     stopped: AtomicU8,
+    progress: Arc<AtomicU64>,
 }
 
 impl Budget {
-    pub(crate) fn new(limits: Limits) -> Budget {
+    /// The budget of a commit that starts now; `progress` is set to 0.
+    pub(crate) fn new(limits: Limits, progress: Arc<AtomicU64>) -> Budget {
+        progress.store(0, Ordering::Relaxed);
         Budget {
             limits,
             deadline: limits.max_time.map(|t| Instant::now() + t),
             stopped: AtomicU8::new(0),
+            progress,
         }
     }
 
@@ -127,9 +133,10 @@ impl Budget {
     }
 
     /// Check the deadline and a lower bound of the changes so far; whether a limit was
-    /// hit.
+    /// hit. The bound is the commit's progress if it is the highest yet.
     #[inline]
     pub(crate) fn check(&self, changes: u64) -> bool {
+        self.progress.fetch_max(changes, Ordering::Relaxed);
         if let Some(max) = self.limits.max_changes
             && changes > max
         {

@@ -6,6 +6,8 @@
 
 use crate::{Change, CommitStats, Engine, EngineError, Limits, Seminaive};
 use dynalog_analysis::{Program, RelId, Value};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 /// The rematerializing engine: a [`Seminaive`] evaluator under its own name.
 pub struct Remat {
@@ -64,6 +66,10 @@ impl Engine for Remat {
 
     fn track_changes(&mut self, on: bool) {
         self.inner.track_changes(on);
+    }
+
+    fn progress(&self) -> Option<Arc<AtomicU64>> {
+        self.inner.progress()
     }
 
     fn last_changes(&self) -> &[Change] {

@@ -231,3 +231,39 @@ fn the_first_commit_can_be_refused_too() {
         assert_eq!(snapshot(e.as_ref()), reference(&p, &base), "{name}");
     }
 }
+
+#[test]
+fn progress_counts_a_commits_changes_and_starts_at_zero_with_the_next() {
+    for name in dynalog_engines::ENGINE_NAMES {
+        let n = if *name == "chibi" { 80 } else { 200 };
+        let (mut e, p, _) = chain(name, TC, n);
+        let edge = p.relation_id("edge").expect("edge");
+        let progress = e
+            .progress()
+            .unwrap_or_else(|| panic!("{name}: the engine counts no progress"));
+        // Raised while the load was evaluated: a lower bound of its changes (every
+        // fact), and more than its base facts (paths were derived).
+        let load = progress.load(std::sync::atomic::Ordering::Relaxed);
+        let facts = e.total_len();
+        assert!(
+            load > u64::from(n) && load <= facts,
+            "{name}: {load} of {facts}"
+        );
+        // A commit that changes nothing counts nothing.
+        e.commit().expect("an empty commit");
+        assert_eq!(
+            progress.load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "{name}"
+        );
+        // A longer chain: the new edge and the paths to its end.
+        e.insert(edge, &[n, n + 1]);
+        e.commit().expect("one more edge");
+        let made = changes(e.as_ref()).len() as u64;
+        let counted = progress.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            counted > 0 && counted <= made,
+            "{name}: {counted} of {made}"
+        );
+    }
+}

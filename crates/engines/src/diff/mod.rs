@@ -312,6 +312,7 @@ use runtime::{Batch, Changes, Runtime};
 pub use runtime::{Cluster, ConnectHook, bytes_sent};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 /// Join stages the dataflow is built with at least, so that adding a rule with a
@@ -356,6 +357,9 @@ pub struct Diff {
     /// Whether commits record `last_changes` ([`Engine::track_changes`]).
     track: bool,
     runtime: Option<Runtime>,
+    /// The running commit's changes so far ([`Engine::progress`]), counted by the
+    /// workers of every runtime this handle starts.
+    progress: Arc<AtomicU64>,
     epoch: u32,
     /// Rounds per level of the last commit.
     rounds: Vec<u32>,
@@ -454,6 +458,7 @@ impl Diff {
             Some(&cluster),
             Role::Follower,
             &mirror,
+            Arc::default(),
         )
         .map_err(EngineError::Failed)?;
         Ok(Follower { runtime })
@@ -518,6 +523,7 @@ impl Diff {
             last_changes: Vec::new(),
             track: false,
             runtime: None,
+            progress: Arc::default(),
             epoch: 0,
             rounds: Vec::new(),
             truncate: None,
@@ -610,6 +616,7 @@ impl Diff {
             self.cluster.as_ref(),
             self.role,
             mirror,
+            self.progress.clone(),
         )
     }
 
@@ -1146,6 +1153,12 @@ impl Engine for Diff {
             .or_else(|| self.runtime.as_ref().and_then(|rt| rt.failure()))
     }
 
+    /// Changes of presence that left the loop (base facts included); in a cluster,
+    /// those of this process's workers.
+    fn progress(&self) -> Option<Arc<AtomicU64>> {
+        Some(self.progress.clone())
+    }
+
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
@@ -1199,6 +1212,7 @@ impl Engine for Diff {
 
     fn commit(&mut self) -> Result<CommitStats, EngineError> {
         let start = Instant::now();
+        self.progress.store(0, std::sync::atomic::Ordering::Relaxed);
         if let Some(msg) = Engine::failed(self) {
             self.failed = Some(msg.clone());
             return Err(EngineError::Failed(msg));
@@ -1274,6 +1288,7 @@ impl Engine for Diff {
 }
 
 /// Start the workers for a dataflow of `shape`.
+#[allow(clippy::too_many_arguments)]
 fn start_runtime(
     shape: Shape,
     workers: usize,
@@ -1282,6 +1297,7 @@ fn start_runtime(
     cluster: Option<&Cluster>,
     role: Role,
     mirror: &Mirror,
+    progress: Arc<AtomicU64>,
 ) -> Result<Runtime, String> {
     let Some(&width) = types::WIDTHS.iter().find(|&&w| w >= shape.width) else {
         return Err(format!(
@@ -1300,6 +1316,7 @@ fn start_runtime(
         cluster,
         role,
         mirror.parts(),
+        progress,
     )
 }
 

@@ -168,15 +168,21 @@ impl Runtime {
         cluster: Option<&Cluster>,
         role: Role,
         parts: &[SharedPart],
+        progress: Arc<AtomicU64>,
     ) -> Result<Runtime, String> {
         let e = idle_merge_effort;
         let c = cluster.cloned();
         let p = parts.to_vec();
+        // The count of a commit's changes is the handle's, whatever runtime counts it.
+        let control = Arc::new(Control {
+            changes: progress,
+            stop: AtomicU8::new(0),
+        });
         match width {
-            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c, role, p),
-            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c, role, p),
-            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c, role, p),
-            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c, role, p),
+            3 => start_typed::<[u32; 3]>(workers, stages, shared, e, c, role, p, control),
+            4 => start_typed::<[u32; 4]>(workers, stages, shared, e, c, role, p, control),
+            8 => start_typed::<[u32; 8]>(workers, stages, shared, e, c, role, p, control),
+            16 => start_typed::<[u32; 16]>(workers, stages, shared, e, c, role, p, control),
             _ => Err(format!("unsupported row width {width}")),
         }
     }
@@ -355,6 +361,7 @@ impl Drop for Runtime {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn start_typed<R: Row>(
     workers: usize,
     stages: usize,
@@ -363,6 +370,7 @@ fn start_typed<R: Row>(
     cluster: Option<Cluster>,
     role: Role,
     parts: Vec<SharedPart>,
+    control: Arc<Control>,
 ) -> Result<Runtime, String> {
     let workers = workers.max(1);
     if parts.len() != workers {
@@ -378,7 +386,6 @@ fn start_typed<R: Row>(
         receivers.push(rx);
     }
     let (reply_tx, replies) = unbounded::<Reply>();
-    let control = Arc::new(Control::default());
     let worker_control = control.clone();
     let (thread_tx, thread_rx) = unbounded::<(usize, Thread)>();
     let (first, gather, communication, timeout) = match &cluster {

@@ -63,7 +63,8 @@ pub use crate::store::IndexedSet as Store;
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The state rule variants read.
@@ -314,6 +315,8 @@ pub struct Dred<E: Evaluator> {
     changes: Vec<Change>,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
+    /// The running commit's changes so far ([`Engine::progress`]).
+    progress: Arc<AtomicU64>,
 }
 
 /// Per relation: an empty store of its arity, without indexes.
@@ -344,6 +347,7 @@ impl<E: Evaluator> Dred<E> {
             track: false,
             changes: Vec::new(),
             limits: Limits::NONE,
+            progress: Arc::default(),
         }
     }
 
@@ -980,7 +984,7 @@ impl<E: Evaluator> Engine for Dred<E> {
             return Err(e);
         }
         let (bplus, bminus) = self.apply_staged();
-        let budget = Budget::new(self.limits);
+        let budget = Budget::new(self.limits, self.progress.clone());
         let mut stats = CommitStats::default();
         // Delete-rederive cannot maintain a recursive relation with subsumption (a
         // tuple removed by a new candidate would take back what it derived, and a
@@ -1015,6 +1019,10 @@ impl<E: Evaluator> Engine for Dred<E> {
     fn set_limits(&mut self, limits: Limits) -> Result<(), EngineError> {
         self.limits = limits;
         Ok(())
+    }
+
+    fn progress(&self) -> Option<Arc<AtomicU64>> {
+        Some(self.progress.clone())
     }
 
     fn track_changes(&mut self, on: bool) {

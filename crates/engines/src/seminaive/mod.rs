@@ -57,6 +57,8 @@ use crate::store::{FlatSet, Growing, Index, Rows};
 use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 /// The semi-naive engine. See the module documentation.
@@ -79,6 +81,8 @@ pub struct Seminaive {
     changes: Vec<Change>,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
+    /// The running commit's changes so far ([`Engine::progress`]).
+    progress: Arc<AtomicU64>,
 }
 
 /// What evaluating one stratum needs, computed once.
@@ -123,6 +127,7 @@ impl Seminaive {
             track: false,
             changes: Vec::new(),
             limits: Limits::NONE,
+            progress: Arc::default(),
         }
     }
 
@@ -412,6 +417,10 @@ impl Engine for Seminaive {
         Ok(())
     }
 
+    fn progress(&self) -> Option<Arc<AtomicU64>> {
+        Some(self.progress.clone())
+    }
+
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
@@ -444,7 +453,7 @@ impl Engine for Seminaive {
         let live = self.base.len();
         self.staging
             .apply(&mut self.base, live, limited, |_, _, _| {});
-        let budget = Budget::new(self.limits);
+        let budget = Budget::new(self.limits, self.progress.clone());
         // Free the previous result before building the next one (unless the changes
         // are wanted: they are the difference of the two; or limits may refuse the
         // commit: it is then the result again).
