@@ -50,9 +50,10 @@ pub(crate) struct Batch {
 }
 
 /// What the workers of a process share about the commit in progress.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Control {
-    /// Changes of presence that left the loop since the commit began.
+    /// Changes of presence that left the loop since the commit began: the handle's
+    /// counter ([`crate::Engine::progress`]), shared by every runtime it starts.
     pub changes: Arc<AtomicU64>,
     /// 0: running; 1: too many changes; 2: too late (see [`Batch::max_changes`]).
     pub stop: AtomicU8,
@@ -173,7 +174,6 @@ impl Runtime {
         let e = idle_merge_effort;
         let c = cluster.cloned();
         let p = parts.to_vec();
-        // The count of a commit's changes is the handle's, whatever runtime counts it.
         let control = Arc::new(Control {
             changes: progress,
             stop: AtomicU8::new(0),
