@@ -137,6 +137,16 @@ pub(crate) struct PatternSpec {
 }
 
 impl PatternSpec {
+    /// The key slots an entry uses: 1 (the pattern) + the bound columns (what
+    /// [`PatternSpec::entry`] returns).
+    pub(crate) fn key_len(&self) -> usize {
+        1 + self
+            .cols
+            .iter()
+            .filter(|c| matches!(c, ColSpec::Bound))
+            .count()
+    }
+
     /// The index entry of a fact (given by its values) under this pattern: fills the
     /// bound values into `key[1..]` and the free values into `val[..]`, and returns the
     /// number of key slots used (1 + bound columns), or `None` if the fact does not

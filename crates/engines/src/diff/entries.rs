@@ -27,8 +27,9 @@
 
 use super::compile::{ColSpec, PatternSpec, Tables, pattern_of};
 use super::memory::{Usage, vec_bytes};
+use super::round::RoundTable;
 use super::step::{Emit, first_step};
-use super::types::{Inner, Mult, Row, Sub, bucket};
+use super::types::{Inner, Mult, Row, bucket};
 use differential_dataflow::consolidation::consolidate_updates;
 use differential_dataflow::lattice::Lattice;
 use rustc_hash::FxHashMap;
@@ -230,38 +231,42 @@ impl Patterns {
         sink: &mut impl Sink<R>,
     ) {
         let spec = tables.pattern(pattern_of(p.0));
-        // A projection gives many facts the same record (`T(x, _, _)`: one per
-        // subject): add those up before they are sent.
-        let projects = spec.cols.iter().any(|c| matches!(c, ColSpec::Wild));
-        let mut entry_sums: FxHashMap<((R, R), Inner), Mult> = FxHashMap::default();
-        let mut direct_sums: FxHashMap<((R, Sub<R>), Inner), Mult> = FxHashMap::default();
-        history(spec.rel, &mut |f: &R, round, df| {
-            let time = Product::new(t.outer, t.inner.max(round));
-            let diff = d * df;
-            match records(p, &spec, f, buckets, tables) {
-                Records::None => {}
-                Records::Entry(k, v) if projects => {
-                    *entry_sums.entry(((k, v), time)).or_insert(0) += diff;
+        let at = |round: u32| Product::new(t.outer, t.inner.max(round));
+        if spec.cols.iter().any(|c| matches!(c, ColSpec::Wild)) {
+            // A projection gives many facts the same entry (`T(x, _, _)`: one per
+            // subject, 8 triples each on LUBM(1)): add up the facts' changes per entry
+            // and round first, then make each entry's records once, from the sum (a
+            // rule's step per fact, and a record sent per fact, cost more than the
+            // sum). The entry and round are packed in one row for the sum (see
+            // [`Packing`]), which the `distinct`'s table of a time's heads adds up.
+            let packing = Packing::of(&spec);
+            let mut packed: Vec<(R, (), Mult)> = Vec::new();
+            history(spec.rel, &mut |f: &R, round, df| {
+                if let Some(row) = packing.pack(&spec, f, round) {
+                    packed.push((row, (), df));
                 }
-                Records::Entry(k, v) => sink.entry((k, v), time, diff),
-                Records::Direct(out) if projects => {
-                    for r in out {
-                        *direct_sums.entry((r, time)).or_insert(0) += diff;
-                    }
+            });
+            let mut sums = RoundTable::default();
+            sums.add_all(&packed);
+            drop(packed);
+            for (row, df) in sums.drain() {
+                if df != 0 {
+                    let (key, val, round) = packing.unpack(&row);
+                    let records =
+                        records_of_entry(p, &spec, key, val, packing.used, buckets, tables);
+                    send(records, at(round), d * df, sink);
                 }
-                Records::Direct(out) => sink.direct(out, time, diff),
             }
-        });
-        for ((e, te), de) in entry_sums {
-            if de != 0 {
-                sink.entry(e, te, de);
-            }
-        }
-        for ((e, te), de) in direct_sums {
-            if de != 0 {
-                // One record: the sum is of that record alone.
-                sink.direct(Emit::one(e.0, e.1), te, de);
-            }
+        } else {
+            // No two facts have the same entry: nothing to add up.
+            history(spec.rel, &mut |f: &R, round, df| {
+                send(
+                    records(p, &spec, f, buckets, tables),
+                    at(round),
+                    d * df,
+                    sink,
+                );
+            });
         }
         let rel = spec.rel as usize;
         if self.relations.len() <= rel {
@@ -323,44 +328,120 @@ enum Records<R> {
     Direct(Emit<R>),
 }
 
-/// The records of fact `f` under the pattern in use `(p, rule)`.
+/// A fact's entry under a projecting pattern and the round of its change, in one row
+/// `[0, bound values.., free values.., 0.., round]`: a pattern with a wildcard leaves
+/// at least one of the fact's values out, so the entry's values fit in the row's words
+/// after the first and before the last (a row has a word per value and the relation).
+struct Packing {
+    /// Key words of the entry (1 + its bound values).
+    used: usize,
+    /// Its free values.
+    free: usize,
+}
+
+impl Packing {
+    fn of(spec: &PatternSpec) -> Packing {
+        let free = spec
+            .cols
+            .iter()
+            .filter(|c| matches!(c, ColSpec::Free))
+            .count();
+        Packing {
+            used: spec.key_len(),
+            free,
+        }
+    }
+
+    /// The packed entry of fact `f` changed at `round`, if it matches `spec`.
+    #[inline]
+    fn pack<R: Row>(&self, spec: &PatternSpec, f: &R, round: u32) -> Option<R> {
+        let (mut row, mut val) = (R::default(), R::default());
+        spec.entry(&f.as_ref()[1..], row.as_mut(), val.as_mut())?;
+        let words = row.as_mut();
+        let last = words.len() - 1;
+        debug_assert!(self.used + self.free <= last, "a projection fits its row");
+        words[self.used..self.used + self.free].copy_from_slice(&val.as_ref()[..self.free]);
+        words[last] = round;
+        Some(row)
+    }
+
+    /// The entry's key (`[0, bound values..]`), free values and round of a packed row.
+    #[inline]
+    fn unpack<R: Row>(&self, row: &R) -> (R, R, u32) {
+        let words = row.as_ref();
+        let (mut key, mut val) = (R::default(), R::default());
+        key.as_mut()[1..self.used].copy_from_slice(&words[1..self.used]);
+        val.as_mut()[..self.free].copy_from_slice(&words[self.used..self.used + self.free]);
+        (key, val, words[words.len() - 1])
+    }
+}
+
+/// Send `records` at `time` with `diff` to `sink`.
 #[inline]
-fn records<R: Row>(
+fn send<R: Row>(records: Records<R>, time: Inner, diff: Mult, sink: &mut impl Sink<R>) {
+    match records {
+        Records::None => {}
+        Records::Entry(k, v) => sink.entry((k, v), time, diff),
+        Records::Direct(out) => sink.direct(out, time, diff),
+    }
+}
+
+/// The records of fact `f` under the pattern in use `p`.
+#[inline]
+fn records<R: Row>(p: Use, spec: &PatternSpec, f: &R, buckets: u32, tables: &Tables) -> Records<R> {
+    let (mut key, mut val) = (R::default(), R::default());
+    match spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut()) {
+        None => Records::None,
+        Some(used) => records_of_entry(p, spec, key, val, used, buckets, tables),
+    }
+}
+
+/// The records of the pattern in use `(p, rule)` for a fact's entry under its spec:
+/// `key[1..used]` the bound values, `val` the free ones.
+#[inline]
+fn records_of_entry<R: Row>(
     (p, rule): Use,
     spec: &PatternSpec,
-    f: &R,
+    key: R,
+    val: R,
+    used: usize,
     buckets: u32,
     tables: &Tables,
 ) -> Records<R> {
     if rule == INDEX {
-        return match entry(p, spec, f, buckets) {
-            None => Records::None,
-            Some((key, val)) => Records::Entry(key, val),
-        };
+        let (key, val) = keyed(p, spec, key, val, used, buckets);
+        return Records::Entry(key, val);
     }
     // A direct rule reads only the free values: no key, so no bucket to compute.
-    let mut key = R::default();
-    let mut val = R::default();
-    match spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut()) {
-        None => Records::None,
-        Some(_) => {
-            Records::Direct(tables.with_rule(rule, |r| first_step(r, rule, val.as_ref(), buckets)))
-        }
-    }
+    Records::Direct(tables.with_rule(rule, |r| first_step(r, rule, val.as_ref(), buckets)))
 }
 
-/// The entry of fact `f` (a row `[rel, values..]`) under pattern `p`, if it matches.
-#[inline]
+/// The index entry of fact `f` (a row `[rel, values..]`) under pattern `p`, if it
+/// matches: its `(key, free values)`, the key `[p, bound values.., bucket]`.
+#[cfg(test)]
 fn entry<R: Row>(p: u32, spec: &PatternSpec, f: &R, buckets: u32) -> Option<(R, R)> {
-    let mut key = R::default();
-    let mut val = R::default();
-    let n = spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut())?;
+    let (mut key, mut val) = (R::default(), R::default());
+    let used = spec.entry(&f.as_ref()[1..], key.as_mut(), val.as_mut())?;
+    Some(keyed(p, spec, key, val, used, buckets))
+}
+
+/// The index entry of a fact under pattern `p` from its spec's entry (see
+/// [`records_of_entry`]): the pattern and, if spread, the bucket put in the key.
+#[inline]
+fn keyed<R: Row>(
+    p: u32,
+    spec: &PatternSpec,
+    mut key: R,
+    val: R,
+    used: usize,
+    buckets: u32,
+) -> (R, R) {
     key.as_mut()[0] = p;
     if spec.spread {
         // Spread the entries of a key over the buckets (see `JoinStep::bucketed`).
-        key.as_mut()[n] = bucket(val.as_ref(), buckets);
+        key.as_mut()[used] = bucket(val.as_ref(), buckets);
     }
-    Some((key, val))
+    (key, val)
 }
 
 /// Advance the times of `updates` by `frontier` and consolidate them.
@@ -441,6 +522,78 @@ mod tests {
         let mut met = Vec::new();
         r.each_candidate(&[1, 1, 1, 1], |i| met.push(i));
         assert_eq!(met, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_projection_packs_its_entry_and_round_into_one_row_and_back() {
+        use ColSpec::{Bound, Const, Eq, Free, Wild};
+        let specs = [
+            vec![Free, Wild],
+            vec![Bound, Wild],
+            vec![Bound, Free, Wild],
+            vec![Free, Wild, Free],
+            vec![Wild, Const(7), Bound],
+            vec![Free, Eq(0), Wild],
+            vec![Bound, Free, Bound, Free, Free, Free, Wild],
+        ];
+        for cols in specs {
+            let spec = PatternSpec {
+                rel: 1,
+                neg: false,
+                cols: cols.clone(),
+                spread: false,
+                last: false,
+            };
+            let packing = Packing::of(&spec);
+            for (i, round) in [0u32, 1, 5, u32::MAX >> 1].into_iter().enumerate() {
+                // Values that match the constants and repeated columns.
+                let mut fact = [0u32; 8];
+                fact[0] = 1;
+                for (c, col) in cols.iter().enumerate() {
+                    fact[1 + c] = match col {
+                        Const(v) => *v,
+                        Eq(j) => fact[1 + *j as usize],
+                        _ => 100 + (10 * i + c) as u32,
+                    };
+                }
+                let (mut key, mut val) = ([0u32; 8], [0u32; 8]);
+                spec.entry(&fact[1..], &mut key, &mut val).expect("matches");
+                let row: [u32; 8] = packing.pack(&spec, &fact, round).expect("matches");
+                assert_eq!(row[0], 0, "{cols:?}: the table's relation word");
+                assert_eq!(packing.unpack(&row), (key, val, round), "{cols:?}");
+                // Another round, or another value of a column that is left out, or
+                // kept, gives another row exactly when the entry differs.
+                let other: [u32; 8] = packing.pack(&spec, &fact, round + 1).expect("matches");
+                assert_ne!(row, other);
+                for c in 0..cols.len() {
+                    // Constants and repeated columns are checked, not kept.
+                    let repeated = cols.contains(&Eq(c as u32));
+                    if matches!(cols[c], Const(_) | Eq(_)) || repeated {
+                        continue;
+                    }
+                    let mut changed = fact;
+                    changed[1 + c] += 1;
+                    let moved: [u32; 8] = packing.pack(&spec, &changed, round).expect("matches");
+                    assert_eq!(moved == row, cols[c] == Wild, "{cols:?}, column {c}");
+                }
+            }
+            // The narrowest row that holds the fact holds the packed entry too.
+            if cols.len() == 2 {
+                let fact = [1u32, 3, 4];
+                let row: [u32; 3] = packing.pack(&spec, &fact, 9).expect("matches");
+                assert_eq!(row[2], 9);
+                let (key, val, round) = packing.unpack(&row);
+                let (mut k, mut v) = ([0u32; 3], [0u32; 3]);
+                spec.entry(&fact[1..], &mut k, &mut v).expect("matches");
+                assert_eq!((key, val, round), (k, v, 9));
+            }
+            // A fact off the pattern's constants packs to nothing.
+            if let Some(c) = cols.iter().position(|c| matches!(c, Const(_))) {
+                let mut fact = [1u32; 8];
+                fact[1 + c] = 8;
+                assert_eq!(packing.pack::<[u32; 8]>(&spec, &fact, 0), None);
+            }
+        }
     }
 
     #[test]
