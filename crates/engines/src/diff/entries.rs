@@ -59,7 +59,8 @@ struct RelationPatterns {
     updates: Vec<(Use, Inner, Mult)>,
     /// The spec of each of `updates`.
     specs: Vec<Arc<PatternSpec>>,
-    /// Length of `updates` after its last compaction.
+    /// The uses among `updates` after its last compaction: while `updates` is longer,
+    /// some use has updates not yet added up.
     compacted: usize,
     /// Which of `updates` a fact can match, by the value of one column, when enough
     /// of them name a constant there (`None` while `stale`: every update is checked).
@@ -293,13 +294,18 @@ impl Patterns {
 
     /// Advance the patterns' times by the frontier that `frontier()` gives (every
     /// later fact's change is at or after it) and add up their updates, in each
-    /// relation whose updates have doubled since.
+    /// relation with a use of more than one update: as soon as the frontier allows,
+    /// a rule that came and went leaves nothing, and a use one update. (Every fact's
+    /// change meets every update of its relation's patterns: a rule's removal met
+    /// each fact it retracted under the rule's addition and its removal, two records
+    /// that cancelled downstream. A relation's updates are few, and change with the
+    /// rules only.)
     pub(crate) fn maybe_compact(
         &mut self,
         frontier: impl FnOnce() -> Antichain<Inner>,
         tables: &Tables,
     ) {
-        let due = |r: &RelationPatterns| r.updates.len() > 2 * r.compacted + 16;
+        let due = |r: &RelationPatterns| r.updates.len() > r.compacted;
         if !self.relations.iter().any(due) {
             return;
         }
@@ -311,7 +317,9 @@ impl Patterns {
                 .iter()
                 .map(|(p, _, _)| tables.pattern(pattern_of(p.0)))
                 .collect();
-            relation.compacted = relation.updates.len();
+            let mut uses: Vec<Use> = relation.updates.iter().map(|u| u.0).collect();
+            uses.dedup();
+            relation.compacted = uses.len();
             relation.index();
         }
     }
@@ -594,6 +602,65 @@ mod tests {
                 assert_eq!(packing.pack::<[u32; 8]>(&spec, &fact, 0), None);
             }
         }
+    }
+
+    #[test]
+    fn a_pattern_that_came_and_went_leaves_no_update_once_the_frontier_passes() {
+        use super::super::compile::Shared;
+        let shared = Arc::new(Shared::default());
+        let spec = PatternSpec {
+            rel: 1,
+            neg: false,
+            cols: vec![ColSpec::Free, ColSpec::Wild],
+            spread: false,
+            last: false,
+        };
+        shared
+            .patterns
+            .write()
+            .expect("not poisoned")
+            .push(Arc::new(spec));
+        let tables = Tables::new(shared);
+        let mut patterns = Patterns::default();
+        let mut none = SinkFns(
+            |_: ([u32; 4], [u32; 4]), _, _| panic!("no history, no entry"),
+            |_: Emit<[u32; 4]>, _, _| panic!("no direct rule"),
+        );
+        let empty = |_: u32, _: &mut dyn FnMut(&[u32; 4], u32, Mult)| {};
+        let p = (0, INDEX);
+        patterns.add(p, Product::new(1, 0), 1, 1, &tables, empty, &mut none);
+        patterns.settle();
+        patterns.maybe_compact(|| Antichain::from_elem(Product::new(1, 0)), &tables);
+        patterns.add(p, Product::new(2, 0), -1, 1, &tables, empty, &mut none);
+        patterns.settle();
+        // The records a fact's change at (2, 3) makes.
+        let met = |patterns: &Patterns| {
+            let mut met = Vec::new();
+            let mut sink = SinkFns(
+                |e: ([u32; 4], [u32; 4]), t, d| met.push((e, t, d)),
+                |_: Emit<[u32; 4]>, _, _| {},
+            );
+            patterns.meet(&[1, 7, 8, 0], Product::new(2, 3), 1, 1, &tables, &mut sink);
+            met
+        };
+        // Each update of the pattern makes its record: they cancel.
+        let before = met(&patterns);
+        assert_eq!(before.len(), 2);
+        assert_eq!(before.iter().map(|r| r.2).sum::<Mult>(), 0);
+        // Not yet: the frontier is before the removal, whose update stays apart.
+        patterns.maybe_compact(|| Antichain::from_elem(Product::new(1, 5)), &tables);
+        assert_eq!(patterns.relations[1].updates.len(), 2);
+        assert_eq!(met(&patterns).len(), 2);
+        // Then the frontier passes it (at a later activation): nothing is left.
+        patterns.maybe_compact(|| Antichain::from_elem(Product::new(2, 0)), &tables);
+        assert!(patterns.relations[1].updates.is_empty());
+        assert!(met(&patterns).is_empty());
+        // A use added again keeps its one update.
+        patterns.add(p, Product::new(3, 0), 1, 1, &tables, empty, &mut none);
+        patterns.settle();
+        patterns.maybe_compact(|| Antichain::from_elem(Product::new(3, 0)), &tables);
+        assert_eq!(patterns.relations[1].updates.len(), 1);
+        assert_eq!(met(&patterns).len(), 1);
     }
 
     #[test]
