@@ -20,6 +20,9 @@
 //! the `distinct`'s table of facts ([`super::steps::Facts`]): a drain yields each
 //! relation's facts in the order of that table's slots, so processing a round sweeps
 //! it front to back rather than at random.
+//!
+//! Module `entries` borrows it to add up a new projecting pattern's entries per round
+//! (rows packed like facts of relation 0: see `entries::Packing`).
 
 use super::steps::hash_row;
 use super::types::{AHEAD, Mult, Row, fits, prefetch, slots_for};
