@@ -67,7 +67,7 @@ use super::types::{AHEAD, Inner, Mult, Row, Sub, hold_for_outputs, hold_only};
 use differential_dataflow::VecCollection;
 use parking_lot::{RwLock, RwLockWriteGuard};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
@@ -182,9 +182,32 @@ fn process<R: Row>(
     let mut history = History::default();
     let changes = changes.into_iter().filter(|u| u.1 != 0);
     let reevaluations = again.into_iter().map(|f| (f, 0));
-    for (f, d) in changes.chain(reevaluations) {
+    let mut items = changes.chain(reevaluations);
+    // The next `AHEAD` changes, with their hashes: the place of each in its relation's
+    // index is fetched as it joins them, its row and steps when it is half way, so
+    // that the cache misses of the lookups overlap (as in `Materialized::add_waiting`;
+    // without, the lookups were a fifth of a 1% update's time on tc-rmat1k).
+    let mut ahead: VecDeque<(R, Mult, u64)> = VecDeque::with_capacity(AHEAD);
+    loop {
+        while ahead.len() < AHEAD
+            && let Some((f, d)) = items.next()
+        {
+            let hash = hash_row(&f);
+            if let Some(r) = table.relations.get(f.as_ref()[0] as usize) {
+                r.facts.prefetch_index(hash);
+            }
+            ahead.push_back((f, d, hash));
+        }
+        if let Some((f, _, hash)) = ahead.get(AHEAD / 2)
+            && let Some(r) = table.relations.get(f.as_ref()[0] as usize)
+        {
+            r.facts.prefetch_fact(*hash);
+        }
+        let Some((f, d, hash)) = ahead.pop_front() else {
+            break;
+        };
         let relation = table.relation(f.as_ref()[0]);
-        let slot = relation.facts.find(&f);
+        let slot = relation.facts.find_hashed(&f, hash);
         update(relation, slot, f, d, round, &mut history, &mut emit);
     }
 }

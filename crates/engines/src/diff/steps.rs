@@ -469,7 +469,7 @@ impl<R: Row> Facts<R> {
     }
 
     /// The slot of `f`, whose hash is `hash`, if it has one.
-    fn find_hashed(&self, f: &R, hash: u64) -> Option<Slot> {
+    pub(crate) fn find_hashed(&self, f: &R, hash: u64) -> Option<Slot> {
         // A fact of another relation, or wider than every stored one, is not stored
         // (no scan at full width).
         let words = f.as_ref();
@@ -512,35 +512,61 @@ impl<R: Row> Facts<R> {
     /// there. The change and the bit are `lane`'s.
     #[inline]
     pub(crate) fn prefetch_row(&self, lane: usize, hash: u64) {
-        if self.index.is_empty() {
+        let Some(id) = self.first_candidate(hash) else {
             return;
+        };
+        if let Some(word) = self.rows.get(id * self.stride) {
+            prefetch(word);
+        }
+        let lane = &self.lanes[lane];
+        if let Some(w) = lane.waiting.get(id) {
+            prefetch(w);
+        }
+        // And the word of its bit among the touched slots: a bit per fact is
+        // still megabytes, and that load was most of `Lane::add`'s time.
+        if let Some(w) = lane.touched.get(id / 64) {
+            prefetch(w);
+        }
+    }
+
+    /// Ask for the row and the steps of the first slot on the probe sequence of `hash`
+    /// whose place holds the hash's top bits (the places fetched by
+    /// [`Facts::prefetch_index`] a few lookups before): what a lookup followed by
+    /// [`Facts::steps`] reads (see `distinct::process`).
+    #[inline]
+    pub(crate) fn prefetch_fact(&self, hash: u64) {
+        let Some(id) = self.first_candidate(hash) else {
+            return;
+        };
+        if let Some(word) = self.rows.get(id * self.stride) {
+            prefetch(word);
+        }
+        if let Some(byte) = self.steps.get(id * self.step_bytes()) {
+            prefetch(byte);
+        }
+    }
+
+    /// The slot of the first place on the probe sequence of `hash` that holds the
+    /// hash's top bits, within a few places (a longer probe's further places are not
+    /// looked at): where most lookups end.
+    #[inline]
+    fn first_candidate(&self, hash: u64) -> Option<usize> {
+        if self.index.is_empty() {
+            return None;
         }
         let (mask, tag) = (self.index.len() - 1, entry(hash, 0));
         let mut p = hash as usize & mask;
-        // A few places on at most: a longer probe's further places are not fetched.
         for _ in 0..8 {
             let e = self.index[p];
             if e == FREE {
-                return;
+                return None;
             }
             if e & !ID_MASK == tag {
-                let id = (e & ID_MASK) as usize;
-                if let Some(word) = self.rows.get(id * self.stride) {
-                    prefetch(word);
-                }
-                let lane = &self.lanes[lane];
-                if let Some(w) = lane.waiting.get(id) {
-                    prefetch(w);
-                }
-                // And the word of its bit among the touched slots: a bit per fact is
-                // still megabytes, and that load was most of `Lane::add`'s time.
-                if let Some(w) = lane.touched.get(id / 64) {
-                    prefetch(w);
-                }
-                return;
+                return Some((e & ID_MASK) as usize);
             }
             p = (p + 1) & mask;
         }
+        None
     }
 
     /// Whether the fact of `slot` is in the materialization: its presence after its
