@@ -240,16 +240,17 @@ impl Patterns {
             // rule's step per fact, and a record sent per fact, cost more than the
             // sum). The entry and round are packed in one row for the sum (see
             // [`Packing`]), which the `distinct`'s table of a time's heads adds up.
+            // Added to the table as the history is read: the entries are far fewer
+            // than the facts, and their table stays in the cache (a list of the
+            // packed rows first, to add up with fetches ahead, was as large as the
+            // relation's history: its growth, and its fresh pages, cost more).
             let packing = Packing::of(&spec);
-            let mut packed: Vec<(R, (), Mult)> = Vec::new();
+            let mut sums = RoundTable::default();
             history(spec.rel, &mut |f: &R, round, df| {
                 if let Some(row) = packing.pack(&spec, f, round) {
-                    packed.push((row, (), df));
+                    sums.add(&row, df);
                 }
             });
-            let mut sums = RoundTable::default();
-            sums.add_all(&packed);
-            drop(packed);
             for (row, df) in sums.drain() {
                 if df != 0 {
                     let (key, val, round) = packing.unpack(&row);

@@ -144,6 +144,13 @@ impl<R: Row> RoundTable<R> {
         }
     }
 
+    /// Add `d` to the change of `f` (one update: a batch goes through
+    /// [`RoundTable::add_all`], which fetches ahead).
+    #[inline]
+    pub(crate) fn add(&mut self, f: &R, d: Mult) {
+        self.add_one(f, hash_row(f), d);
+    }
+
     /// Add every update's change to its fact's.
     pub(crate) fn add_all<T>(&mut self, updates: &[(R, T, Mult)]) {
         // The hashes of the next `AHEAD` updates, each computed once: for the
