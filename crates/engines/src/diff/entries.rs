@@ -318,9 +318,8 @@ impl Patterns {
                 .iter()
                 .map(|(p, _, _)| tables.pattern(pattern_of(p.0)))
                 .collect();
-            let mut uses: Vec<Use> = relation.updates.iter().map(|u| u.0).collect();
-            uses.dedup();
-            relation.compacted = uses.len();
+            // Consolidated updates are sorted: a use's are next to each other.
+            relation.compacted = relation.updates.chunk_by(|a, b| a.0 == b.0).count();
             relation.index();
         }
     }
