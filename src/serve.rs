@@ -44,10 +44,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
 use dynalog::live::{Commit, Materialization, Pattern, Staged, quote};
-use dynalog_analysis::{Program, SymbolTable, Type, Value};
-use dynalog_engines::{Change, Limits};
+use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
+use dynalog_engines::store::FlatSet;
+use dynalog_engines::{ChangeList, Limits};
 use serde_json::{Value as Json, json};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, mpsc};
@@ -124,7 +125,9 @@ struct RelView {
     name: String,
     types: Vec<Type>,
     output: bool,
-    facts: Arc<HashSet<Box<[Value]>>>,
+    /// Packed rows (4 bytes per value and 4 per fact besides the table's slack; a
+    /// boxed slice per fact in a `HashSet` took about 60 bytes per fact more).
+    facts: Arc<FlatSet>,
 }
 
 /// What readers see: the state as of the last commit.
@@ -144,7 +147,8 @@ struct View {
 /// One committed transaction in the change log (changes of the shown relations).
 struct Logged {
     commit: u64,
-    changes: Arc<Vec<Change>>,
+    /// Packed: a load's commit holds every fact of the shown relations.
+    changes: Arc<ChangeList>,
 }
 
 /// The last commits' changes, for `/changes`: at most `max_commits` commits and about
@@ -170,12 +174,9 @@ impl ChangeLog {
     }
 
     /// Log a commit and drop the oldest until the log fits (the newest always stays).
-    fn push(&mut self, commit: u64, changes: Vec<Change>) {
-        let size = changes
-            .iter()
-            .map(|c| std::mem::size_of::<Change>() + 4 * c.1.len())
-            .sum::<usize>()
-            + 64;
+    fn push(&mut self, commit: u64, mut changes: ChangeList) {
+        changes.shrink_to_fit();
+        let size = changes.bytes() + 64;
         if self.entries.is_empty() {
             self.first_kept = commit;
         }
@@ -758,16 +759,16 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
                 name: r.name.clone(),
                 types: r.types.clone(),
                 output: !r.outputs.is_empty(),
-                facts: Arc::new(HashSet::new()),
+                facts: Arc::new(FlatSet::new(r.types.len())),
             });
         }
-        for (rel, tuple, d) in &c.changes {
-            if let Some(rv) = view.relations.get_mut(*rel as usize) {
+        for (rel, tuple, d) in c.changes.iter() {
+            if let Some(rv) = view.relations.get_mut(rel as usize) {
                 let facts = Arc::make_mut(&mut rv.facts);
-                if *d > 0 {
-                    facts.insert(tuple.clone().into_boxed_slice());
+                if d > 0 {
+                    facts.insert(tuple);
                 } else {
-                    facts.remove(&tuple[..]);
+                    facts.remove(tuple);
                 }
             }
         }
@@ -783,7 +784,7 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
         view.commit = c.number;
         view.last_commit_ms = millis(c.elapsed);
     }
-    let shown = m.shown_changes(&c.changes);
+    let shown = m.shown_change_list(&c.changes);
     shared
         .log
         .write()
@@ -798,8 +799,7 @@ fn millis(d: Duration) -> f64 {
 }
 
 fn commit_json(instance: &str, m: &Materialization, c: &Commit) -> Json {
-    let changes = m.shown_changes(&c.changes);
-    let (ins, del) = Commit::counts(&changes);
+    let changes = m.shown_change_list(&c.changes);
     let p = m.program();
     let rel = |r: u32| {
         p.relations
@@ -809,8 +809,8 @@ fn commit_json(instance: &str, m: &Materialization, c: &Commit) -> Json {
     json!({
         "instance": instance,
         "commit": c.number,
-        "inserted": ins,
-        "deleted": del,
+        "inserted": c.inserted,
+        "deleted": c.deleted,
         "elapsed_ms": millis(c.elapsed),
         "changes": changes.iter().map(|ch| change_json(rel(ch.0), m.symbols(), ch)).collect::<Vec<_>>(),
     })
@@ -846,9 +846,9 @@ fn fact_text(name: &str, types: &[Type], tuple: &[Value], symbols: &SymbolTable)
 fn change_json(
     rel: Option<(&str, &[Type])>,
     symbols: &SymbolTable,
-    (_, tuple, d): &Change,
+    (_, tuple, d): (RelId, &[Value], isize),
 ) -> Json {
-    let op = if *d > 0 { "+" } else { "-" };
+    let op = if d > 0 { "+" } else { "-" };
     let Some((name, types)) = rel else {
         return json!({"op": op, "relation": null});
     };
@@ -1009,13 +1009,12 @@ async fn get_relation(
     };
     let mut rows: Vec<&[Value]> = Vec::new();
     match q.pattern.as_deref().map(|p| pattern(&view, rel, p)) {
-        None => rows = rel.facts.iter().map(|t| &t[..]).collect(),
+        None => rows = rel.facts.iter().collect(),
         Some(Ok(Some(p))) => {
             let mut bound = Vec::new();
             rows = rel
                 .facts
                 .iter()
-                .map(|t| &t[..])
                 .filter(|t| p.matches(t, &mut bound))
                 .collect();
         }
@@ -1096,10 +1095,13 @@ struct ChangesQuery {
 }
 
 /// `changes[from..to]` of a logged commit as JSON objects.
-fn changes_json(view: &View, changes: &[Change]) -> Vec<Json> {
-    changes
-        .iter()
-        .map(|c| change_json(view_rel(view, c.0), &view.symbols, c))
+/// The changes `from..to` of a logged commit as JSON.
+fn changes_json(view: &View, changes: &ChangeList, from: usize, to: usize) -> Vec<Json> {
+    (from..to)
+        .map(|i| {
+            let c = changes.get(i);
+            change_json(view_rel(view, c.0), &view.symbols, c)
+        })
         .collect()
 }
 
@@ -1135,7 +1137,7 @@ async fn get_changes(State(shared): State<Arc<Shared>>, Query(q): Query<ChangesQ
         if since < log.first_kept {
             return gone(&shared.instance, since, log.first_kept);
         }
-        let mut taken: Vec<(u64, Arc<Vec<Change>>, usize, usize)> = Vec::new();
+        let mut taken: Vec<(u64, Arc<ChangeList>, usize, usize)> = Vec::new();
         let mut budget = limit;
         let mut at = (since, offset);
         while let Some(entry) = log.get(at.0) {
@@ -1164,7 +1166,7 @@ async fn get_changes(State(shared): State<Arc<Shared>>, Query(q): Query<ChangesQ
                 "commit": commit,
                 "offset": from,
                 "complete": *to == changes.len(),
-                "changes": changes_json(&view, &changes[*from..*to]),
+                "changes": changes_json(&view, changes, *from, *to),
             })
         })
         .collect();
@@ -1254,7 +1256,7 @@ fn follow_changes(shared: Arc<Shared>, since: u64, offset: usize) -> Response {
                         c.in_line = true;
                         c.first_in_line = true;
                     }
-                    for ch in &changes[from..to] {
+                    for ch in (from..to).map(|i| changes.get(i)) {
                         if !c.first_in_line {
                             text.push(',');
                         }
@@ -1422,10 +1424,16 @@ mod tests {
 
     #[test]
     fn the_change_log_keeps_the_last_commits_within_its_bounds() {
-        let change = |i: u32| (0u32, vec![i, i], 1isize);
+        let changes = |r: std::ops::Range<u32>| {
+            let mut list = ChangeList::new();
+            for i in r {
+                list.push(0, &[i, i], 1);
+            }
+            list
+        };
         let mut log = ChangeLog::new(0, 3, usize::MAX);
-        for c in 0..5u64 {
-            log.push(c, vec![change(c as u32)]);
+        for c in 0..5u32 {
+            log.push(c.into(), changes(c..c + 1));
         }
         assert_eq!(log.first_kept, 2);
         assert!(log.get(1).is_none());
@@ -1433,11 +1441,11 @@ mod tests {
         assert!(log.get(5).is_none());
         // By bytes: a large commit pushes the older ones out, but stays itself.
         let mut log = ChangeLog::new(0, 100, 2000);
-        log.push(0, vec![change(0)]);
-        log.push(1, (0..1000).map(change).collect());
+        log.push(0, changes(0..1));
+        log.push(1, changes(0..1000));
         assert_eq!(log.first_kept, 1);
         assert_eq!(log.entries.len(), 1);
-        log.push(2, vec![change(2)]);
+        log.push(2, changes(2..3));
         assert_eq!(log.first_kept, 2, "the large commit went out");
     }
 

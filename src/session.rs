@@ -237,10 +237,11 @@ pub fn session(args: SessionArgs) -> Result<(), String> {
     let mut out = stdout.lock();
     let io_err = |e: std::io::Error| format!("error: cannot write the output: {e}");
 
-    // Transaction 0: the inputs. Only its summary is printed (it may be large).
+    // Transaction 0: the inputs. Only its summary is printed, so its changes (one per
+    // fact) are only counted.
+    m.keep_first_changes(false);
     let first = m.commit().map_err(|e| format!("error: {e}"))?;
-    let shown = m.shown_changes(&first.changes);
-    writeln!(out, "{}", summary(&first, &shown)).map_err(io_err)?;
+    writeln!(out, "{}", summary(&first)).map_err(io_err)?;
 
     // Standard input is read on a thread of its own, so that a failed engine (a
     // process of the cluster lost or stopped) ends the session while it waits for input.

@@ -64,11 +64,7 @@ fn materialization_refuses_deep_lines_and_keeps_working() {
             assert!(m.stage_command("+ edge(1, 2).", dir).expect("stages"));
             assert!(m.stage_command("+ edge(2, 3).", dir).expect("stages"));
             let c = m.commit().expect("commits");
-            assert_eq!(
-                dynalog::live::Commit::counts(&c.changes),
-                (5, 0),
-                "{engine}"
-            );
+            assert_eq!(c.changes.counts(|_| true), (5, 0), "{engine}");
             // At the bound, fine: a fact and a rule with expressions as deep as allowed.
             let at_bound = format!("+ edge({}, 1).", chain(D + 1));
             assert!(m.stage_command(&at_bound, dir).expect("at the bound"));

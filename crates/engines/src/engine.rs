@@ -2,7 +2,7 @@
 //! ([`CommitStats`], [`Change`]), and the comparison of two materializations the
 //! engines that re-evaluate use to report their changes ([`difference`]).
 
-use crate::{EngineError, Limits};
+use crate::{ChangeList, EngineError, Limits};
 use dynalog_analysis::{Program, RelId, Value};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -190,7 +190,11 @@ pub trait Engine {
 
     /// The changes of every relation made by the last commit, one entry per fact, in
     /// no particular order (empty unless the engine tracks changes).
-    fn last_changes(&self) -> &[Change];
+    fn last_changes(&self) -> &ChangeList;
+
+    /// The last commit's changes, taken: the engine's list is empty afterwards, and the
+    /// caller holds the only copy (a load's changes are as many as its facts).
+    fn take_changes(&mut self) -> ChangeList;
 
     /// Whether a fact is in the materialization (as of the last commit).
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool;
@@ -245,9 +249,9 @@ pub fn difference(
     relations: usize,
     before: impl Fn(RelId, &mut dyn FnMut(&[Value])),
     after: impl Fn(RelId, &mut dyn FnMut(&[Value])),
-) -> Vec<Change> {
+) -> ChangeList {
     use std::collections::HashSet;
-    let mut changes = Vec::new();
+    let mut changes = ChangeList::new();
     for r in 0..relations as RelId {
         let mut old: HashSet<Vec<Value>> = HashSet::new();
         before(r, &mut |t| {
@@ -257,8 +261,12 @@ pub fn difference(
         after(r, &mut |t| {
             new.insert(t.to_vec());
         });
-        changes.extend(old.difference(&new).map(|t| (r, t.clone(), -1)));
-        changes.extend(new.difference(&old).map(|t| (r, t.clone(), 1)));
+        for t in old.difference(&new) {
+            changes.push(r, t, -1);
+        }
+        for t in new.difference(&old) {
+            changes.push(r, t, 1);
+        }
     }
     changes
 }

@@ -27,6 +27,7 @@
 //! ([`rules`]), and the printout of compiled rules ([`explain`]).
 
 pub mod aggregate;
+mod changes;
 pub mod chibi;
 mod config;
 pub mod diff;
@@ -42,6 +43,7 @@ pub mod seminaive;
 mod staging;
 pub mod store;
 
+pub use changes::ChangeList;
 pub use config::{ClusterRole, Config, ENGINE_NAMES, create};
 pub(crate) use engine::difference_count;
 pub use engine::{Change, CommitStats, Engine, MemoryPart, MemoryUsage, StratumStats, difference};

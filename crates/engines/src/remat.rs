@@ -4,7 +4,7 @@
 //! the study's rematerializing baseline. The changes of a commit, when asked for
 //! ([`Engine::track_changes`]), are the difference of the results before and after.
 
-use crate::{Change, CommitStats, Engine, EngineError, Limits, Seminaive};
+use crate::{ChangeList, CommitStats, Engine, EngineError, Limits, Seminaive};
 use dynalog_analysis::{Program, RelId, Value};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -72,8 +72,12 @@ impl Engine for Remat {
         self.inner.progress()
     }
 
-    fn last_changes(&self) -> &[Change] {
+    fn last_changes(&self) -> &ChangeList {
         self.inner.last_changes()
+    }
+
+    fn take_changes(&mut self) -> ChangeList {
+        self.inner.take_changes()
     }
 
     fn contains(&self, relation: RelId, tuple: &[Value]) -> bool {

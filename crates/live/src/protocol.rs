@@ -13,7 +13,6 @@
 
 use crate::error::LiveError;
 use crate::materialization::{Commit, Materialization, Staged};
-use dynalog_engines::Change;
 use std::fmt;
 use std::io::Write;
 use std::path::Path;
@@ -135,14 +134,13 @@ pub fn command(
         "commit" => {
             no_args(word, rest)?;
             let c = m.commit().map_err(CommandError::Commit)?;
-            let shown = m.shown_changes(&c.changes);
             if !options.quiet {
-                for l in m.render_changes(&shown) {
+                for l in m.render_changes(&m.shown_changes(&c.changes)) {
                     writeln!(changes_out, "{l}")?;
                 }
                 changes_out.flush()?;
             }
-            writeln!(out, "{}", summary(&c, &shown))?;
+            writeln!(out, "{}", summary(&c))?;
         }
         "abort" => {
             no_args(word, rest)?;
@@ -208,11 +206,13 @@ pub fn command(
 }
 
 /// The summary line of a commit: `commit N: +A -B in T ms`, counting the shown changes.
-pub fn summary(c: &Commit, shown: &[Change]) -> String {
-    let (ins, del) = Commit::counts(shown);
+/// A commit's summary line: the changes users follow, counted.
+pub fn summary(c: &Commit) -> String {
     format!(
-        "commit {}: +{ins} -{del} in {:.1} ms",
+        "commit {}: +{} -{} in {:.1} ms",
         c.number,
+        c.inserted,
+        c.deleted,
         c.elapsed.as_secs_f64() * 1e3
     )
 }

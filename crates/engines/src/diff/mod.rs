@@ -32,7 +32,7 @@
 //! assert_eq!(engine.len(path), 1);
 //! // Every relation's changes made by the last commit: -edge(2,3), -path(2,3), -path(1,3).
 //! assert_eq!(engine.last_changes().len(), 3);
-//! assert!(engine.last_changes().iter().all(|(_, _, d)| *d == -1));
+//! assert!(engine.last_changes().iter().all(|(_, _, d)| d == -1));
 //! ```
 //!
 //! # The circuit
@@ -300,7 +300,7 @@ mod types;
 use crate::staging::Staging;
 use crate::store::SortedSet;
 use crate::{
-    Change, CommitStats, Engine, EngineError, LimitExceeded, Limits, MemoryUsage, StratumStats,
+    ChangeList, CommitStats, Engine, EngineError, LimitExceeded, Limits, MemoryUsage, StratumStats,
 };
 use base::BaseSet;
 pub(crate) use compile::explain;
@@ -353,7 +353,7 @@ pub struct Diff {
     sizes_before: Option<Vec<usize>>,
     /// What is staged since the last commit.
     staging: Staging,
-    last_changes: Vec<(RelId, Vec<Value>, isize)>,
+    last_changes: ChangeList,
     /// Whether commits record `last_changes` ([`Engine::track_changes`]).
     track: bool,
     runtime: Option<Runtime>,
@@ -520,7 +520,7 @@ impl Diff {
             mirror: Mirror::new(workers.max(1), std::iter::empty()),
             sizes_before: None,
             staging: Staging::default(),
-            last_changes: Vec::new(),
+            last_changes: ChangeList::new(),
             track: false,
             runtime: None,
             progress: Arc::default(),
@@ -597,7 +597,7 @@ impl Diff {
     /// made by the last commit, in no particular order; empty unless the engine tracks
     /// changes ([`Engine::track_changes`]: a vector per change, so a batch load that
     /// does not need them does not pay for them).
-    pub fn last_changes(&self) -> &[(RelId, Vec<Value>, isize)] {
+    pub fn last_changes(&self) -> &ChangeList {
         &self.last_changes
     }
 
@@ -1002,12 +1002,9 @@ impl Diff {
         self.last_changes.clear();
         if self.track {
             let changes = &mut self.last_changes;
-            self.mirror.missing_from(&fresh, &mut |rel, t| {
-                changes.push((rel as RelId, t.to_vec(), -1))
-            });
-            fresh.missing_from(&self.mirror, &mut |rel, t| {
-                changes.push((rel as RelId, t.to_vec(), 1))
-            });
+            self.mirror
+                .missing_from(&fresh, &mut |rel, t| changes.push(rel as RelId, t, -1));
+            fresh.missing_from(&self.mirror, &mut |rel, t| changes.push(rel as RelId, t, 1));
         }
         self.mirror = fresh;
         self.finish_truncate();
@@ -1040,8 +1037,7 @@ impl Diff {
                     let Some(tuple) = arities.get(rel).and_then(|&a| r.get(1..1 + a)) else {
                         return Err(format!("output of unknown relation {rel}"));
                     };
-                    self.last_changes
-                        .push((rel as RelId, tuple.to_vec(), worker.diff(i)));
+                    self.last_changes.push(rel as RelId, tuple, worker.diff(i));
                 }
             }
         }
@@ -1162,12 +1158,16 @@ impl Engine for Diff {
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
-            self.last_changes = Vec::new();
+            self.last_changes = ChangeList::new();
         }
     }
 
-    fn last_changes(&self) -> &[Change] {
+    fn last_changes(&self) -> &ChangeList {
         &self.last_changes
+    }
+
+    fn take_changes(&mut self) -> ChangeList {
+        std::mem::take(&mut self.last_changes)
     }
 
     /// The workers' parts (summed over this process's workers; in a cluster, the other
@@ -1188,12 +1188,7 @@ impl Engine for Diff {
             usage.add("materialization (handle)", records, bytes);
         }
         let changes = self.last_changes.len() as u64;
-        let bytes = memory::vec_bytes(&self.last_changes)
-            + self
-                .last_changes
-                .iter()
-                .map(|(_, t, _)| memory::vec_bytes(t))
-                .sum::<u64>();
+        let bytes = self.last_changes.bytes() as u64;
         usage.add("last commit's changes (handle)", changes, bytes);
         Some(usage)
     }

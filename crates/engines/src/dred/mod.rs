@@ -60,7 +60,7 @@
 use crate::staging::{Staging, initial_base, resize_base};
 /// The materialization's store of a relation (see [`crate::store::IndexedSet`]).
 pub use crate::store::IndexedSet as Store;
-use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
+use crate::{Budget, ChangeList, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Atom, Expr, Literal, Program, RelId, Rule, Term, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -312,7 +312,7 @@ pub struct Dred<E: Evaluator> {
     /// The next commit rematerializes (first commit, rule change).
     remat: bool,
     track: bool,
-    changes: Vec<Change>,
+    changes: ChangeList,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
     /// The running commit's changes so far ([`Engine::progress`]).
@@ -345,7 +345,7 @@ impl<E: Evaluator> Dred<E> {
             stores: Vec::new(),
             remat: true,
             track: false,
-            changes: Vec::new(),
+            changes: ChangeList::new(),
             limits: Limits::NONE,
             progress: Arc::default(),
         }
@@ -649,10 +649,12 @@ impl<E: Evaluator> Dred<E> {
         if self.track {
             self.changes.clear();
             for (r, (p, m)) in plus.iter().zip(&minus).enumerate() {
-                self.changes
-                    .extend(p.iter().map(|t| (r as RelId, t.to_vec(), 1)));
-                self.changes
-                    .extend(m.iter().map(|t| (r as RelId, t.to_vec(), -1)));
+                for t in p.iter() {
+                    self.changes.push(r as RelId, t, 1);
+                }
+                for t in m.iter() {
+                    self.changes.push(r as RelId, t, -1);
+                }
             }
         }
         Ok(())
@@ -1028,12 +1030,16 @@ impl<E: Evaluator> Engine for Dred<E> {
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
-            self.changes = Vec::new();
+            self.changes = ChangeList::new();
         }
     }
 
-    fn last_changes(&self) -> &[Change] {
+    fn last_changes(&self) -> &ChangeList {
         &self.changes
+    }
+
+    fn take_changes(&mut self) -> ChangeList {
+        std::mem::take(&mut self.changes)
     }
 
     fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {
@@ -1125,7 +1131,8 @@ mod tests {
             old.len().max(new.len()),
             |r, f| facts(old, r, f),
             |r, f| facts(new, r, f),
-        );
+        )
+        .to_vec();
         out.sort();
         out
     }

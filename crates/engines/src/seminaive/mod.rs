@@ -54,7 +54,7 @@ mod eval;
 use crate::rules::{Access, IndexSpecs, Op, RulePlan, compile_rule};
 use crate::staging::{Staging, initial_base, resize_base};
 use crate::store::{FlatSet, Growing, Index, Rows};
-use crate::{Budget, Change, CommitStats, Engine, EngineError, Limits, StratumStats};
+use crate::{Budget, ChangeList, CommitStats, Engine, EngineError, Limits, StratumStats};
 use dynalog_analysis::{Program, RelId, Value};
 use eval::{Committed, Scratch, run_rule};
 use std::sync::Arc;
@@ -78,7 +78,7 @@ pub struct Seminaive {
     results: Vec<Rows>,
     /// Whether commits record their changes in `changes`.
     track: bool,
-    changes: Vec<Change>,
+    changes: ChangeList,
     /// Limits of every commit ([`Engine::set_limits`]).
     limits: Limits,
     /// The running commit's changes so far ([`Engine::progress`]).
@@ -125,7 +125,7 @@ impl Seminaive {
             staging: Staging::default(),
             results: Vec::new(),
             track: false,
-            changes: Vec::new(),
+            changes: ChangeList::new(),
             limits: Limits::NONE,
             progress: Arc::default(),
         }
@@ -424,12 +424,16 @@ impl Engine for Seminaive {
     fn track_changes(&mut self, on: bool) {
         self.track = on;
         if !on {
-            self.changes = Vec::new();
+            self.changes = ChangeList::new();
         }
     }
 
-    fn last_changes(&self) -> &[Change] {
+    fn last_changes(&self) -> &ChangeList {
         &self.changes
+    }
+
+    fn take_changes(&mut self) -> ChangeList {
+        std::mem::take(&mut self.changes)
     }
 
     fn is_base(&self, relation: RelId, tuple: &[Value]) -> bool {

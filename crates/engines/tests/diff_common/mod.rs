@@ -85,7 +85,7 @@ pub fn changes_since(engine: &dyn Engine, previous: &Program) -> Vec<(RelId, Vec
         .last_changes()
         .iter()
         .filter(|(r, _, _)| !internal(*r))
-        .cloned()
+        .map(|(r, t, d)| (r, t.to_vec(), d))
         .collect();
     c.sort();
     c

@@ -15,7 +15,7 @@ use crate::durable::{DataDir, Record, State};
 use crate::error::LiveError;
 use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
 use dynalog_engines::diff::{Cluster, Diff, Follower};
-use dynalog_engines::{Change, ClusterRole, Config, Engine, EngineError, Limits};
+use dynalog_engines::{ChangeList, ClusterRole, Config, Engine, EngineError, Limits};
 use dynalog_syntax::{Components, Diagnostic, Item, SourceFile, Span};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,18 +25,16 @@ use std::time::{Duration, Instant};
 pub struct Commit {
     /// Commits are numbered from 0 (the first, which usually loads the inputs).
     pub number: u64,
-    /// Every change of every relation, sorted (relation name, then values in the order
-    /// a user reads them, deletions before insertions of the same fact).
-    pub changes: Vec<Change>,
+    /// Every change of every relation, in no particular order;
+    /// [`Materialization::shown_changes`] gives those users follow, sorted as they read
+    /// them. Empty for a first commit whose changes were not asked for
+    /// ([`Materialization::keep_first_changes`]).
+    pub changes: ChangeList,
+    /// The facts inserted into and deleted from the relations users follow (those of
+    /// [`Materialization::shown_changes`]), whether `changes` holds them or not.
+    pub inserted: usize,
+    pub deleted: usize,
     pub elapsed: Duration,
-}
-
-impl Commit {
-    /// Counts of insertions and deletions among `changes`.
-    pub fn counts(changes: &[Change]) -> (usize, usize) {
-        let ins = changes.iter().filter(|c| c.2 > 0).count();
-        (ins, changes.len() - ins)
-    }
 }
 
 /// What [`Materialization::add_new_rules`] staged.
@@ -100,6 +98,10 @@ pub struct Materialization {
     recovering: bool,
     /// Limits of the commits after the first ([`Materialization::set_limits`]).
     limits: Limits,
+    /// No commit has succeeded yet in this process: the engine holds no fact.
+    empty: bool,
+    /// Whether the first commit records its changes ([`Materialization::keep_first_changes`]).
+    first_changes: bool,
 }
 
 impl Materialization {
@@ -186,6 +188,8 @@ impl Materialization {
             rdf_logged: 0,
             recovering: false,
             limits: Limits::NONE,
+            empty: true,
+            first_changes: true,
         })
     }
 
@@ -652,6 +656,15 @@ impl Materialization {
         self.engine.total_len()
     }
 
+    /// Whether the first commit of this process (the inputs, or the state recovered
+    /// from the data folder, into an empty engine) records its changes in
+    /// [`Commit::changes`] (the default) or only counts them (`false`): they are the
+    /// insertion of every fact, as many as the facts, and a front end that shows only
+    /// the counts of a load (`session`) need not hold them.
+    pub fn keep_first_changes(&mut self, keep: bool) {
+        self.first_changes = keep;
+    }
+
     /// Whether a transaction is being staged.
     pub fn has_staged(&self) -> bool {
         self.engine.has_staged() || self.pending_text.is_some()
@@ -742,7 +755,17 @@ impl Materialization {
             self.text = text;
         }
         drop(staged);
-        if let Err(e) = self.engine.commit() {
+        // A first commit starts from an empty engine: its changes are the insertion of
+        // every fact, which is what its counts need, and as many as the facts.
+        let untracked = self.empty && !self.first_changes;
+        if untracked {
+            self.engine.track_changes(false);
+        }
+        let committed = self.engine.commit();
+        if untracked {
+            self.engine.track_changes(true);
+        }
+        if let Err(e) = committed {
             if logged && let Some(d) = &mut self.durable {
                 d.undo_last();
             }
@@ -756,8 +779,18 @@ impl Materialization {
             return Err(LiveError::EngineFailed(e.to_string()));
         }
         self.committed_symbols = self.symbols.mark();
-        let mut changes = self.engine.last_changes().to_vec();
-        self.sort_changes(&mut changes);
+        let changes = self.engine.take_changes();
+        let (inserted, deleted) = if untracked {
+            let shown = self.shown_relations();
+            let facts = (0..self.program().relations.len() as RelId)
+                .filter(|&r| shown(r))
+                .map(|r| self.engine.len(r))
+                .sum();
+            (facts, 0)
+        } else {
+            self.shown_counts(&changes)
+        };
+        self.empty = false;
         let number = self.commits;
         self.commits += 1;
         self.recovering = false;
@@ -767,6 +800,8 @@ impl Materialization {
         Ok(Commit {
             number,
             changes,
+            inserted,
+            deleted,
             elapsed: started.elapsed(),
         })
     }
@@ -1031,6 +1066,44 @@ mod tests {
         }
         m.commit().expect("commits");
         m
+    }
+
+    #[test]
+    fn a_first_commit_can_count_its_changes_without_keeping_them() {
+        // Symbols, so that the order users read (by text) is not the order of the ids.
+        let text = ".decl e(x: symbol, y: symbol)\n.decl p(x: symbol, y: symbol)\n\
+                    .decl q(x: symbol)\n.output p\np(x, y) :- e(x, y).\n\
+                    p(x, z) :- p(x, y), e(y, z).\nq(x) :- e(x, _).\n";
+        for engine in dynalog_engines::ENGINE_NAMES {
+            for keep in [true, false] {
+                let mut m = Materialization::new("t.dl", text, engine, 1).expect("checks");
+                m.keep_first_changes(keep);
+                for f in [r#"e("z", "b")"#, r#"e("b", "a")"#] {
+                    m.insert_fact(f).expect("a fact");
+                }
+                let first = m.commit().expect("commits");
+                let at = format!("{engine}, keep {keep}");
+                let shown = |m: &Materialization, c: &Commit| {
+                    m.render_changes(&m.shown_changes(&c.changes)).join(" ")
+                };
+                // Only the output `p` is counted: 3 paths.
+                assert_eq!((first.inserted, first.deleted), (3, 0), "{at}");
+                if keep {
+                    assert_eq!(first.changes.len(), 3 + 2 + 2, "every relation's: {at}");
+                    let all = r#"+ p("b", "a"). + p("z", "a"). + p("z", "b")."#;
+                    assert_eq!(shown(&m, &first), all, "{at}");
+                } else {
+                    assert!(first.changes.is_empty(), "{at}");
+                }
+                // The next commits record theirs either way.
+                m.remove_fact(r#"e("b", "a")"#).expect("a fact");
+                m.insert_fact(r#"e("a", "c")"#).expect("a fact");
+                let next = m.commit().expect("commits");
+                assert_eq!((next.inserted, next.deleted), (1, 2), "{at}");
+                let changed = r#"+ p("a", "c"). - p("b", "a"). - p("z", "a")."#;
+                assert_eq!(shown(&m, &next), changed, "{at}");
+            }
+        }
     }
 
     #[test]

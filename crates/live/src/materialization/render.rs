@@ -3,7 +3,7 @@
 
 use super::Materialization;
 use dynalog_analysis::{RelId, SymbolsRead, Type, Value};
-use dynalog_engines::Change;
+use dynalog_engines::{Change, ChangeList};
 use std::cmp::Ordering;
 
 impl Materialization {
@@ -23,20 +23,48 @@ impl Materialization {
         format!("{}({}).", r.name, args.join(", "))
     }
 
-    /// The changes users follow: those of the `.output` relations, or of every relation
-    /// when the program declares no output (never the internal relations of aggregates).
-    pub fn shown_changes(&self, changes: &[Change]) -> Vec<Change> {
+    /// Whether the changes of `relation` are shown to users: those of the `.output`
+    /// relations, or of every relation when the program declares no output (never the
+    /// internal relations of aggregates).
+    pub(super) fn shown_relations(&self) -> impl Fn(RelId) -> bool + '_ {
         let p = self.program();
         let any_output = p.relations.iter().any(|r| !r.outputs.is_empty());
-        changes
-            .iter()
-            .filter(|(r, _, _)| {
-                p.relations.get(*r as usize).is_some_and(|rel| {
-                    !rel.is_internal() && (!any_output || !rel.outputs.is_empty())
-                })
-            })
-            .cloned()
-            .collect()
+        move |r: RelId| {
+            p.relations
+                .get(r as usize)
+                .is_some_and(|rel| !rel.is_internal() && (!any_output || !rel.outputs.is_empty()))
+        }
+    }
+
+    /// The changes users follow (see `shown_relations`) among a commit's `changes`,
+    /// sorted as users read them: by relation name, then by values (numbers by value,
+    /// symbols by their text), deletions before insertions of the same fact. Only
+    /// these are copied and sorted, so a commit whose changes nobody reads (a load,
+    /// `session --quiet`) costs neither.
+    pub fn shown_changes(&self, changes: &ChangeList) -> Vec<Change> {
+        self.shown_change_list(changes).to_vec()
+    }
+
+    /// [`Materialization::shown_changes`], packed (a server keeps them for its
+    /// followers).
+    pub fn shown_change_list(&self, changes: &ChangeList) -> ChangeList {
+        let shown = self.shown_relations();
+        let mut order: Vec<usize> = (0..changes.len())
+            .filter(|&i| shown(changes.get(i).0))
+            .collect();
+        let symbols = self.symbols.read();
+        order.sort_by(|&i, &j| {
+            let (a, b) = (changes.get(i), changes.get(j));
+            self.compare_rows(&symbols, (a.0, a.1), (b.0, b.1))
+                .then(a.2.cmp(&b.2))
+        });
+        order.into_iter().map(|i| changes.get(i)).collect()
+    }
+
+    /// The number of insertions and deletions among the changes users follow, without
+    /// copying them.
+    pub(super) fn shown_counts(&self, changes: &ChangeList) -> (usize, usize) {
+        changes.counts(self.shown_relations())
     }
 
     /// Render changes as `+ fact.` / `- fact.` lines.
@@ -74,14 +102,6 @@ impl Materialization {
     pub(super) fn sort_rows(&self, rows: &mut [(RelId, Vec<Value>)]) {
         let symbols = self.symbols.read();
         rows.sort_by(|a, b| self.compare_rows(&symbols, (a.0, &a.1), (b.0, &b.1)));
-    }
-
-    pub(super) fn sort_changes(&self, changes: &mut [Change]) {
-        let symbols = self.symbols.read();
-        changes.sort_by(|a, b| {
-            self.compare_rows(&symbols, (a.0, &a.1), (b.0, &b.1))
-                .then(a.2.cmp(&b.2))
-        });
     }
 }
 
