@@ -173,10 +173,12 @@ impl ChangeLog {
         }
     }
 
-    /// Log a commit and drop the oldest until the log fits (the newest always stays).
-    fn push(&mut self, commit: u64, mut changes: ChangeList) {
+    /// Log a commit and drop the oldest until the log fits (the newest always stays);
+    /// returns the logged changes.
+    fn push(&mut self, commit: u64, mut changes: ChangeList) -> Arc<ChangeList> {
         changes.shrink_to_fit();
         let size = changes.bytes() + 64;
+        let changes = Arc::new(changes);
         if self.entries.is_empty() {
             self.first_kept = commit;
         }
@@ -184,7 +186,7 @@ impl ChangeLog {
         self.entries.push_back((
             Logged {
                 commit,
-                changes: Arc::new(changes),
+                changes: changes.clone(),
             },
             size,
         ));
@@ -196,6 +198,7 @@ impl ChangeLog {
             }
             self.first_kept = self.entries.front().map_or(commit, |e| e.0.commit);
         }
+        changes
     }
 
     /// The logged commit `n`, if kept.
@@ -440,9 +443,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             }
             let outcome = match transaction(&mut m, &fact_dir, &body) {
                 Ok((c, present)) => {
-                    publish(&shared, &m, &c);
+                    let shown = publish(&shared, &m, &c);
                     measure(&shared, &mut m, c.number, Duration::from_secs(1));
-                    let mut j = commit_json(&shared.instance, &m, &c);
+                    let mut j = commit_json(&shared.instance, &m, &c, &shown);
                     if !present.is_empty() {
                         j["already_present"] = json!(present);
                     }
@@ -746,8 +749,9 @@ fn declarations(p: &Program) -> Program {
     }
 }
 
-/// Publish a commit into the read view and the change log.
-fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
+/// Publish a commit into the read view and the change log; returns the changes users
+/// follow, as logged (sorted), for the commit's answer.
+fn publish(shared: &Shared, m: &Materialization, c: &Commit) -> Arc<ChangeList> {
     {
         let mut guard = shared.view.write().unwrap_or_else(|e| e.into_inner());
         let view = Arc::make_mut(&mut *guard);
@@ -785,12 +789,13 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) {
         view.last_commit_ms = millis(c.elapsed);
     }
     let shown = m.shown_change_list(&c.changes);
-    shared
+    let shown = shared
         .log
         .write()
         .unwrap_or_else(|e| e.into_inner())
         .push(c.number, shown);
     shared.committed.send_replace(c.number + 1);
+    shown
 }
 
 /// Milliseconds with three decimals (no float noise such as `1.4924009999999999`).
@@ -798,8 +803,8 @@ fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-fn commit_json(instance: &str, m: &Materialization, c: &Commit) -> Json {
-    let changes = m.shown_change_list(&c.changes);
+/// A commit's answer; `changes` are those users follow (from [`publish`]).
+fn commit_json(instance: &str, m: &Materialization, c: &Commit, changes: &ChangeList) -> Json {
     let p = m.program();
     let rel = |r: u32| {
         p.relations

@@ -181,9 +181,9 @@ pub trait Engine {
 
     /// Ask the engine to record the changes each commit makes (see
     /// [`Engine::last_changes`]). Off by default, since it costs, depending on the
-    /// engine, a comparison of the materialization before and after or a vector per
-    /// changed fact (as much memory as the materialization itself on a batch load that
-    /// does not need the changes).
+    /// engine, a comparison of the materialization before and after or an entry per
+    /// changed fact in a [`ChangeList`] (on a batch load, about as much memory as the
+    /// materialization itself, for changes nobody needs).
     fn track_changes(&mut self, on: bool) {
         let _ = on;
     }

@@ -595,8 +595,8 @@ impl Diff {
 
     /// The changes (`+1` inserted, `-1` deleted, one entry per fact) of every relation
     /// made by the last commit, in no particular order; empty unless the engine tracks
-    /// changes ([`Engine::track_changes`]: a vector per change, so a batch load that
-    /// does not need them does not pay for them).
+    /// changes ([`Engine::track_changes`]: 16 bytes per change besides its values, so
+    /// a batch load that does not need them does not pay for them).
     pub fn last_changes(&self) -> &ChangeList {
         &self.last_changes
     }
