@@ -111,7 +111,8 @@ pub struct ServeArgs {
     /// Commits the change log keeps for `/changes` (older ones answer 410 Gone).
     #[arg(long, default_value_t = 10_000)]
     pub log_commits: usize,
-    /// Megabytes the change log keeps at most (roughly; older commits are dropped).
+    /// Megabytes the change log keeps at most (roughly; older commits are dropped, and
+    /// a commit larger than this alone is not kept).
     #[arg(long, default_value_t = 256)]
     pub log_mb: usize,
     /// Seconds running requests get to finish after SIGINT/SIGTERM.
@@ -153,6 +154,9 @@ struct Logged {
 
 /// The last commits' changes, for `/changes`: at most `max_commits` commits and about
 /// `max_bytes` bytes; older commits are dropped and asking for them answers 410 Gone.
+/// A commit larger than `max_bytes` alone is not kept at all (its client had its
+/// changes in the answer), and the commits before it go too: the log holds the
+/// commits from `first_kept` on without a gap, and no follower could read past it.
 pub struct ChangeLog {
     entries: VecDeque<(Logged, usize)>,
     bytes: usize,
@@ -173,12 +177,16 @@ impl ChangeLog {
         }
     }
 
-    /// Log a commit and drop the oldest until the log fits (the newest always stays);
-    /// returns the logged changes.
+    /// Log a commit and drop the oldest until the log fits; returns the changes, as
+    /// logged. A commit that does not fit alone is not kept (see [`ChangeLog`]).
     fn push(&mut self, commit: u64, mut changes: ChangeList) -> Arc<ChangeList> {
         changes.shrink_to_fit();
         let size = changes.bytes() + 64;
         let changes = Arc::new(changes);
+        if size > self.max_bytes {
+            self.skip(commit);
+            return changes;
+        }
         if self.entries.is_empty() {
             self.first_kept = commit;
         }
@@ -199,6 +207,14 @@ impl ChangeLog {
             self.first_kept = self.entries.front().map_or(commit, |e| e.0.commit);
         }
         changes
+    }
+
+    /// Keep nothing of commit `commit` nor of those before it: asking for them
+    /// answers 410 Gone, and the log goes on from the next.
+    fn skip(&mut self, commit: u64) {
+        self.entries.clear();
+        self.bytes = 0;
+        self.first_kept = commit + 1;
     }
 
     /// The logged commit `n`, if kept.
@@ -381,6 +397,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             };
             m.set_limits(live.limits(defaults)?)
                 .map_err(|e| e.message())?;
+            // The first commit's changes are every fact: the read view and the log
+            // are filled from the engine instead (see `publish_first`).
+            m.keep_first_changes(false);
             let first = m.commit().map_err(|e| format!("error: {e}"))?;
             Ok((m, first))
         };
@@ -410,7 +429,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             access,
             memory: RwLock::new(None),
         });
-        publish(&shared, &m, &first);
+        publish_first(&shared, &m, &first);
         measure(&shared, &mut m, first.number, Duration::ZERO);
         if ready_tx.send(Ok(shared.clone())).is_err() {
             return;
@@ -749,23 +768,74 @@ fn declarations(p: &Program) -> Program {
     }
 }
 
+/// Publish the first commit of the process (the inputs, or the state recovered from
+/// `--data-dir`), whose changes the materialization did not keep (every fact, as many
+/// as the facts; `Materialization::keep_first_changes`): the read view is filled from
+/// the engine's facts, and the change log gets the shown facts as the commit's
+/// insertions when they fit in it, else nothing (asking for the commit answers 410, as
+/// for a commit that went out of the log; a client reads `/relations` instead).
+fn publish_first(shared: &Shared, m: &Materialization, c: &Commit) {
+    {
+        let mut guard = shared.view.write().unwrap_or_else(|e| e.into_inner());
+        let view = Arc::make_mut(&mut *guard);
+        update_relations(view, m);
+        for (rel, rv) in view.relations.iter_mut().enumerate() {
+            let facts = Arc::make_mut(&mut rv.facts);
+            facts.reserve(m.len(&rv.name).unwrap_or(0));
+            m.for_each_fact(rel as RelId, &mut |t| {
+                facts.insert(t);
+            });
+        }
+        update_program(view, m, c);
+    }
+    let mut log = shared.log.write().unwrap_or_else(|e| e.into_inner());
+    match m.shown_state(log.max_bytes) {
+        Some(state) => {
+            log.push(c.number, state);
+        }
+        None => log.skip(c.number),
+    }
+    drop(log);
+    shared.committed.send_replace(c.number + 1);
+}
+
+/// The view's relations after a rule change: relations appended or dropped.
+fn update_relations(view: &mut View, m: &Materialization) {
+    let program = m.program();
+    view.relations.truncate(program.relations.len());
+    for r in &program.relations[view.relations.len()..] {
+        view.relations.push(RelView {
+            name: r.name.clone(),
+            types: r.types.clone(),
+            output: !r.outputs.is_empty(),
+            facts: Arc::new(FlatSet::new(r.types.len())),
+        });
+    }
+}
+
+/// The view's symbols, declarations, rules and commit, after commit `c`.
+fn update_program(view: &mut View, m: &Materialization, c: &Commit) {
+    // The program's table itself (a handle): it only grows past what committed facts
+    // use, so readers resolve every id they see, records included.
+    if !view.symbols.same(m.symbols()) {
+        view.symbols = Arc::new(m.symbols().clone());
+    }
+    let program = m.program();
+    if view.declared.relations != program.relations {
+        view.declared = Arc::new(declarations(program));
+    }
+    view.rules = Arc::new(m.rules());
+    view.commit = c.number;
+    view.last_commit_ms = millis(c.elapsed);
+}
+
 /// Publish a commit into the read view and the change log; returns the changes users
 /// follow, as logged (sorted), for the commit's answer.
 fn publish(shared: &Shared, m: &Materialization, c: &Commit) -> Arc<ChangeList> {
     {
         let mut guard = shared.view.write().unwrap_or_else(|e| e.into_inner());
         let view = Arc::make_mut(&mut *guard);
-        let program = m.program();
-        // Relations appended or dropped by a rule change.
-        view.relations.truncate(program.relations.len());
-        for r in &program.relations[view.relations.len()..] {
-            view.relations.push(RelView {
-                name: r.name.clone(),
-                types: r.types.clone(),
-                output: !r.outputs.is_empty(),
-                facts: Arc::new(FlatSet::new(r.types.len())),
-            });
-        }
+        update_relations(view, m);
         for (rel, tuple, d) in c.changes.iter() {
             if let Some(rv) = view.relations.get_mut(rel as usize) {
                 let facts = Arc::make_mut(&mut rv.facts);
@@ -776,17 +846,7 @@ fn publish(shared: &Shared, m: &Materialization, c: &Commit) -> Arc<ChangeList> 
                 }
             }
         }
-        // The program's table itself (a handle): it only grows past what committed
-        // facts use, so readers resolve every id they see, records included.
-        if !view.symbols.same(m.symbols()) {
-            view.symbols = Arc::new(m.symbols().clone());
-        }
-        if view.declared.relations != program.relations {
-            view.declared = Arc::new(declarations(program));
-        }
-        view.rules = Arc::new(m.rules());
-        view.commit = c.number;
-        view.last_commit_ms = millis(c.elapsed);
+        update_program(view, m, c);
     }
     let shown = m.shown_change_list(&c.changes);
     let shown = shared
@@ -1444,14 +1504,25 @@ mod tests {
         assert!(log.get(1).is_none());
         assert_eq!(log.get(4).map(|e| e.commit), Some(4));
         assert!(log.get(5).is_none());
-        // By bytes: a large commit pushes the older ones out, but stays itself.
+        // By bytes: a commit pushes older ones out until the log fits.
+        // (30 changes of two values: 30 * 16 + 60 * 4 bytes, and 64 per commit.)
         let mut log = ChangeLog::new(0, 100, 2000);
         log.push(0, changes(0..1));
-        log.push(1, changes(0..1000));
-        assert_eq!(log.first_kept, 1);
-        assert_eq!(log.entries.len(), 1);
-        log.push(2, changes(2..3));
-        assert_eq!(log.first_kept, 2, "the large commit went out");
+        log.push(1, changes(0..30));
+        log.push(2, changes(0..30));
+        assert_eq!((log.first_kept, log.entries.len()), (0, 3));
+        log.push(3, changes(0..30));
+        assert_eq!((log.first_kept, log.entries.len()), (2, 2));
+        assert_eq!(log.bytes, 2 * 784);
+        // A commit larger than the log alone is not kept, nor those before it; its
+        // changes still come back for its answer, and the log goes on after it.
+        let large = log.push(4, changes(0..1000));
+        assert_eq!(large.len(), 1000);
+        assert_eq!((log.first_kept, log.entries.len(), log.bytes), (5, 0, 0));
+        assert!(log.get(3).is_none() && log.get(4).is_none());
+        log.push(5, changes(5..6));
+        assert_eq!(log.first_kept, 5);
+        assert_eq!(log.get(5).map(|e| e.commit), Some(5));
     }
 
     #[test]

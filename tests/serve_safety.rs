@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Server, root};
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -328,6 +328,61 @@ fn connections_beyond_the_cap_wait_their_turn() {
     let _ = BufReader::new(&third).read_line(&mut response);
     assert!(response.contains(" 200 "), "{response}");
     drop(b);
+}
+
+#[test]
+fn the_first_commit_is_in_the_log_when_it_fits_and_gone_when_it_does_not() {
+    // Fits: commit 0 is the insertion of every shown fact, in the order of the reads.
+    let server = tc(&[]);
+    let (status, page) = get(&server, "/changes?since=0&limit=100000");
+    assert_eq!(status, 200, "{page}");
+    let first = &page["commits"][0];
+    assert_eq!(
+        (&first["commit"], &first["complete"]),
+        (&json!(0), &json!(true))
+    );
+    let changes = first["changes"].as_array().expect("changes");
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["op"] == "+" && c["relation"] == "path")
+    );
+    let logged: Vec<&Json> = changes.iter().map(|c| &c["values"]).collect();
+    let (_, all) = get(&server, "/relations/path?limit=100000");
+    let facts: Vec<&Json> = all["facts"].as_array().expect("facts").iter().collect();
+    assert!(!facts.is_empty());
+    assert_eq!(logged, facts);
+
+    // Larger than `--log-mb` (a chain of 300 nodes: 44,850 paths, about 1.1 MB packed):
+    // the read view has every fact, the log none of commit 0, and it goes on after.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let edges: String = (0..299).map(|i| format!("{i}\t{}\n", i + 1)).collect();
+    std::fs::write(dir.path().join("edge.facts"), edges).expect("writes");
+    let facts = dir.path().to_str().expect("utf-8");
+    let server = common::start_server(&["examples/tc.dl", "-F", facts, "--log-mb", "1"]);
+    let (_, size) = get(&server, "/relations/path/size");
+    assert_eq!(size["size"], 299 * 300 / 2);
+    let (_, last) = get(&server, "/relations/path?pattern=path(0,299)");
+    assert_eq!(last["count"], 1, "{last}");
+    let (status, gone) = get(&server, "/changes?since=0");
+    assert_eq!(status, 410, "{gone}");
+    assert_eq!(gone["oldest"], 1);
+    let (status, _) = get(&server, "/changes?since=0&follow=true");
+    assert_eq!(status, 410);
+    let (status, answer) = post(&server, "+ edge(299, 300).");
+    assert_eq!(
+        (status, &answer["inserted"]),
+        (200, &json!(300)),
+        "{answer}"
+    );
+    let (status, page) = get(&server, "/changes?since=1");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        page["commits"][0]["changes"].as_array().map(Vec::len),
+        Some(300)
+    );
+    let (_, metrics) = get(&server, "/metrics");
+    assert_eq!(metrics["change_log"]["oldest"], 1, "{metrics}");
 }
 
 #[test]

@@ -96,6 +96,15 @@ impl ChangeList {
         self.values.shrink_to_fit();
     }
 
+    /// The heap bytes a list of `changes` changes of `values` values in all takes at
+    /// least (what [`ChangeList::bytes`] gives once shrunk): what a caller can know
+    /// before building one.
+    pub fn packed_bytes(changes: usize, values: usize) -> usize {
+        changes
+            .saturating_mul(std::mem::size_of::<Head>())
+            .saturating_add(values.saturating_mul(std::mem::size_of::<Value>()))
+    }
+
     /// Heap bytes held (capacity, not length).
     pub fn bytes(&self) -> usize {
         self.heads.capacity() * std::mem::size_of::<Head>()
@@ -154,6 +163,10 @@ mod tests {
             format!("{copy:?}"),
             "[(3, [1, 2], 1), (7, [9, 8, 7], -1), (3, [4], 1)]"
         );
+        // Shrunk, a list takes what its size says beforehand.
+        let mut shrunk = copy.clone();
+        shrunk.shrink_to_fit();
+        assert_eq!(shrunk.bytes(), ChangeList::packed_bytes(3, 6));
         list.clear();
         assert!(list.is_empty());
         assert_eq!(list.iter().count(), 0);

@@ -55,6 +55,13 @@ impl Rows {
         (0..self.len).map(|r| self.row(r))
     }
 
+    /// Make room for `additional` more rows at once (exactly: a set filled with a
+    /// known number of rows does not grow by steps past it).
+    pub fn reserve(&mut self, additional: usize) {
+        self.data
+            .reserve_exact(additional.saturating_mul(self.arity));
+    }
+
     /// Append `tuple` (of the arity); its id.
     pub(crate) fn push(&mut self, tuple: &[u32]) -> u32 {
         debug_assert_eq!(tuple.len(), self.arity);

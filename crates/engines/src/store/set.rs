@@ -61,6 +61,15 @@ impl FlatSet {
             .is_some()
     }
 
+    /// Make room for `additional` more tuples at once: their rows and their places
+    /// in the table (filling a set of known size, such as a copy of a relation).
+    pub fn reserve(&mut self, additional: usize) {
+        self.rows.reserve(additional);
+        let rows = &self.rows;
+        self.table
+            .reserve(additional, |&r| hash_values(rows.row(r).iter().copied()));
+    }
+
     /// Add `tuple` unless present; whether it was added.
     pub fn insert(&mut self, tuple: &[u32]) -> bool {
         let hash = hash_values(tuple.iter().copied());
@@ -145,6 +154,20 @@ mod tests {
         }
         assert_eq!(s.len(), 66);
         assert_eq!(s.iter().count(), 66);
+    }
+
+    #[test]
+    fn a_reserved_set_takes_its_tuples_without_growing() {
+        let mut s = FlatSet::new(3);
+        assert!(s.insert(&[7, 7, 7]));
+        s.reserve(5000);
+        let reserved = s.heap_bytes();
+        for i in 0..5000u32 {
+            assert!(s.insert(&[i, i + 1, i + 2]));
+        }
+        assert_eq!(s.heap_bytes(), reserved, "no allocation past the reserve");
+        assert_eq!(s.len(), 5001);
+        assert!(s.contains(&[7, 7, 7]) && s.contains(&[4999, 5000, 5001]));
     }
 
     #[test]

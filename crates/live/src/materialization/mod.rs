@@ -1095,6 +1095,14 @@ mod tests {
                 } else {
                     assert!(first.changes.is_empty(), "{at}");
                 }
+                // The state as a first commit shows it, from the engine: the same list
+                // as the kept changes, within a size that holds it, and none below.
+                let state = m.shown_state(usize::MAX).expect("fits");
+                let all = r#"+ p("b", "a"). + p("z", "a"). + p("z", "b")."#;
+                assert_eq!(m.render_changes(&state.to_vec()).join(" "), all, "{at}");
+                let exact = dynalog_engines::ChangeList::packed_bytes(3, 6);
+                assert!(m.shown_state(exact).is_some(), "{at}");
+                assert!(m.shown_state(exact - 1).is_none(), "{at}");
                 // The next commits record theirs either way.
                 m.remove_fact(r#"e("b", "a")"#).expect("a fact");
                 m.insert_fact(r#"e("a", "c")"#).expect("a fact");

@@ -68,6 +68,15 @@ impl Materialization {
         Ok(rows)
     }
 
+    /// Call `f` on every fact of relation `rel` (as of the last commit), in no
+    /// particular order and without copying them: what a front end that keeps its own
+    /// copy (a server's read view) builds it from. Nothing for an unknown relation.
+    pub fn for_each_fact(&self, rel: RelId, f: &mut dyn FnMut(&[Value])) {
+        if (rel as usize) < self.program().relations.len() {
+            self.engine.for_each_fact(rel, f);
+        }
+    }
+
     /// Every fact of a relation, sorted.
     pub fn dump(&self, relation: &str) -> Result<Vec<(RelId, Vec<Value>)>, LiveError> {
         let rel = self.relation_id(relation)?;

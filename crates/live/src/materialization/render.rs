@@ -61,6 +61,35 @@ impl Materialization {
         order.into_iter().map(|i| changes.get(i)).collect()
     }
 
+    /// The facts of the relations users follow as insertions, sorted as
+    /// [`Materialization::shown_changes`] sorts (what a first commit into an empty
+    /// engine shows), if their packed list takes at most `max_bytes`
+    /// ([`ChangeList::packed_bytes`]); `None`, copying nothing, if it would take more.
+    /// A server that did not keep its first commit's changes
+    /// ([`Materialization::keep_first_changes`]) logs this in their place when it
+    /// fits its log.
+    pub fn shown_state(&self, max_bytes: usize) -> Option<ChangeList> {
+        let shown = self.shown_relations();
+        let program = self.program();
+        let relations: Vec<RelId> = (0..program.relations.len() as RelId)
+            .filter(|&r| shown(r))
+            .collect();
+        let (mut facts, mut values) = (0usize, 0usize);
+        for &r in &relations {
+            let n = self.engine.len(r);
+            facts = facts.saturating_add(n);
+            values = values.saturating_add(n.saturating_mul(program.relation(r).types.len()));
+        }
+        if ChangeList::packed_bytes(facts, values) > max_bytes {
+            return None;
+        }
+        let mut all = ChangeList::new();
+        for r in relations {
+            self.engine.for_each_fact(r, &mut |t| all.push(r, t, 1));
+        }
+        Some(self.shown_change_list(&all))
+    }
+
     /// The number of insertions and deletions among the changes users follow, without
     /// copying them.
     pub(super) fn shown_counts(&self, changes: &ChangeList) -> (usize, usize) {
