@@ -135,9 +135,7 @@ pub fn command(
             no_args(word, rest)?;
             let c = m.commit().map_err(CommandError::Commit)?;
             if !options.quiet {
-                for l in m.render_changes(&m.shown_changes(&c.changes)) {
-                    writeln!(changes_out, "{l}")?;
-                }
+                m.write_changes(&c.changes, changes_out)?;
                 changes_out.flush()?;
             }
             writeln!(out, "{}", summary(&c))?;
