@@ -289,7 +289,7 @@ enum Job {
     /// A transaction, with where to send its outcome.
     Transaction {
         body: String,
-        reply: tokio::sync::oneshot::Sender<Result<Json, (StatusCode, Json)>>,
+        reply: tokio::sync::oneshot::Sender<Result<Answer, (StatusCode, Json)>>,
     },
     /// The server stops: drop the engine (in a cluster, this stops the others).
     Stop,
@@ -462,13 +462,20 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             }
             let outcome = match transaction(&mut m, &fact_dir, &body) {
                 Ok((c, present)) => {
-                    let shown = publish(&shared, &m, &c);
+                    let changes = publish(&shared, &m, &c);
+                    // The view of this commit: its relations and symbols render the
+                    // changes, whatever commits come while the answer is written.
+                    let view = current(&shared);
                     measure(&shared, &mut m, c.number, Duration::from_secs(1));
-                    let mut j = commit_json(&shared.instance, &m, &c, &shown);
+                    let mut head = commit_head(&shared.instance, &c);
                     if !present.is_empty() {
-                        j["already_present"] = json!(present);
+                        head["already_present"] = json!(present);
                     }
-                    Ok(j)
+                    Ok(Answer {
+                        head,
+                        changes,
+                        view,
+                    })
                 }
                 Err(Refusal::Client(status, j)) => Err((status, j)),
                 Err(Refusal::Engine(reason)) => {
@@ -863,22 +870,61 @@ fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// A commit's answer; `changes` are those users follow (from [`publish`]).
-fn commit_json(instance: &str, m: &Materialization, c: &Commit, changes: &ChangeList) -> Json {
-    let p = m.program();
-    let rel = |r: u32| {
-        p.relations
-            .get(r as usize)
-            .map(|x| (x.name.as_str(), &x.types[..]))
-    };
+/// A committed transaction's answer: its head (`instance`, `commit`, the counts, the
+/// time, `already_present`) and the changes users follow, written as the client reads
+/// them (see [`answer_response`]) rather than built as one document: a transaction may
+/// change millions of facts.
+struct Answer {
+    head: Json,
+    changes: Arc<ChangeList>,
+    view: Arc<View>,
+}
+
+/// The head of a commit's answer, without its changes.
+fn commit_head(instance: &str, c: &Commit) -> Json {
     json!({
         "instance": instance,
         "commit": c.number,
         "inserted": c.inserted,
         "deleted": c.deleted,
         "elapsed_ms": millis(c.elapsed),
-        "changes": changes.iter().map(|ch| change_json(rel(ch.0), m.symbols(), ch)).collect::<Vec<_>>(),
     })
+}
+
+/// A commit's answer, `{..head, "changes": [...]}`, streamed [`STREAM_CHUNK`] changes at
+/// a time: the answer to a transaction of millions of changes never sits in memory
+/// whole (as a tree of JSON values it took about 2 KB per change).
+fn answer_response(answer: Answer) -> Response {
+    let Answer {
+        head,
+        changes,
+        view,
+    } = answer;
+    let mut start = head.to_string();
+    // The head's closing brace: the changes come before it.
+    start.pop();
+    start.push_str(",\"changes\":[");
+    let n = changes.len();
+    let pieces = (0..n.div_ceil(STREAM_CHUNK)).map(move |k| {
+        let from = k * STREAM_CHUNK;
+        let mut text = String::new();
+        for i in from..(from + STREAM_CHUNK).min(n) {
+            if i > 0 {
+                text.push(',');
+            }
+            let c = changes.get(i);
+            text.push_str(&change_json(view_rel(&view, c.0), &view.symbols, c).to_string());
+        }
+        text
+    });
+    let body = std::iter::once(start)
+        .chain(pieces)
+        .chain(std::iter::once("]}".to_string()))
+        .map(Ok::<_, std::io::Error>);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(futures_util::stream::iter(body)))
+        .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "cannot stream"))
 }
 
 /// A value as JSON: numbers as numbers, symbols as strings, records as their Datalog
@@ -1015,7 +1061,7 @@ async fn post_transaction(State(shared): State<Arc<Shared>>, request: Request) -
         }
     }
     match answer.await {
-        Ok(Ok(j)) => axum::Json(j).into_response(),
+        Ok(Ok(answer)) => answer_response(answer),
         Ok(Err((status, j))) => (status, axum::Json(j)).into_response(),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped"),
     }

@@ -312,9 +312,8 @@ fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, St
     .ok()?;
     let mut response = String::new();
     s.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let (_, body) = response.split_once("\r\n\r\n")?;
-    Some((status, body.to_string()))
+    response.split_once("\r\n\r\n")?;
+    common::parse_response(&response)
 }
 
 fn json(text: &str) -> serde_json::Value {

@@ -36,16 +36,7 @@ fn send(addr: &str, method: &str, path: &str, headers: &[&str], body: &[u8]) -> 
     let mut response = Vec::new();
     let _ = s.read_to_end(&mut response);
     let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    common::parse_response(&response).unwrap_or((0, String::new()))
 }
 
 fn get(server: &Server, path: &str) -> (u16, Json) {
@@ -383,6 +374,40 @@ fn the_first_commit_is_in_the_log_when_it_fits_and_gone_when_it_does_not() {
     );
     let (_, metrics) = get(&server, "/metrics");
     assert_eq!(metrics["change_log"]["oldest"], 1, "{metrics}");
+}
+
+#[test]
+fn a_large_transaction_is_answered_whole() {
+    // 44,850 changes: the answer is written in many pieces; it is one JSON document
+    // with the counts, and the same changes as the log's copy of the commit.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let edges: String = (0..299).map(|i| format!("{i}\t{}\n", i + 1)).collect();
+    std::fs::write(dir.path().join("chain.facts"), edges).expect("writes");
+    std::fs::write(dir.path().join("edge.facts"), "").expect("writes");
+    let facts = dir.path().to_str().expect("utf-8");
+    let server = common::start_server(&["examples/tc.dl", "-F", facts]);
+    let (status, body) = send(
+        &server.addr,
+        "POST",
+        "/transactions",
+        &[],
+        b"load edge chain.facts\n+ path(x, y) :- edge(x, y).",
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Json = serde_json::from_str(&body).expect("one JSON document");
+    assert_eq!(
+        (&answer["commit"], &answer["inserted"]),
+        (&json!(1), &json!(44_850))
+    );
+    assert_eq!(
+        answer["already_present"],
+        json!(["path(x, y) :- edge(x, y)."])
+    );
+    let changes = answer["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 44_850);
+    assert_eq!(changes[0]["fact"], "path(0, 1).");
+    let (_, page) = get(&server, "/changes?since=1&limit=100000");
+    assert_eq!(&page["commits"][0]["changes"], &answer["changes"]);
 }
 
 #[test]

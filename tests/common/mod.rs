@@ -117,16 +117,31 @@ pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     .expect("writes");
     let mut response = String::new();
     s.read_to_string(&mut response).expect("reads");
-    let status: u16 = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    parse_response(&response).expect("status line")
+}
+
+/// A whole HTTP/1.1 response read until the connection closed: its status and its
+/// body, decoded if it came in chunks (a streamed answer); `None` without a status.
+pub fn parse_response(response: &str) -> Option<(u16, String)> {
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
+    let chunked = head
+        .lines()
+        .any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    if !chunked {
+        return Some((status, body.to_string()));
+    }
+    let mut decoded = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).ok()?;
+        if size == 0 {
+            break;
+        }
+        decoded.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
+    Some((status, decoded))
 }
 
 /// Read the `listening on http://ADDR` line `dynalog serve` prints first; returns ADDR.
