@@ -43,12 +43,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
-use dynalog::live::{Commit, Materialization, Pattern, Staged, quote};
-use dynalog_analysis::{Program, RelId, SymbolTable, Type, Value};
+use dynalog::live::{Commit, Materialization, Pattern, Staged, render_fact};
+use dynalog_analysis::{Program, RelId, SymbolTable, SymbolsRead, Type, Value};
 use dynalog_engines::store::FlatSet;
 use dynalog_engines::{ChangeList, Limits};
 use serde_json::{Value as Json, json};
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, mpsc};
@@ -907,13 +908,14 @@ fn answer_response(answer: Answer) -> Response {
     let n = changes.len();
     let pieces = (0..n.div_ceil(STREAM_CHUNK)).map(move |k| {
         let from = k * STREAM_CHUNK;
-        let mut text = String::new();
+        let symbols = view.symbols.read();
+        let (mut text, mut fact) = (String::new(), String::new());
         for i in from..(from + STREAM_CHUNK).min(n) {
             if i > 0 {
                 text.push(',');
             }
             let c = changes.get(i);
-            text.push_str(&change_json(view_rel(&view, c.0), &view.symbols, c).to_string());
+            write_change_json(&mut text, &mut fact, view_rel(&view, c.0), &symbols, c);
         }
         text
     });
@@ -939,20 +941,6 @@ fn value_json(t: Type, v: Value, symbols: &SymbolTable) -> Json {
     }
 }
 
-/// A fact as Datalog text.
-fn fact_text(name: &str, types: &[Type], tuple: &[Value], symbols: &SymbolTable) -> String {
-    let args: Vec<String> = tuple
-        .iter()
-        .zip(types)
-        .map(|(&v, &t)| match t {
-            Type::Symbol => quote(&symbols.resolve(v)),
-            Type::Record(_) => t.render_quoted(v, &symbols.read()),
-            _ => t.render(v, symbols),
-        })
-        .collect();
-    format!("{name}({}).", args.join(", "))
-}
-
 /// A change as JSON: `{"op": "+", "relation": "path", "values": [1, 3], "fact": "path(1, 3)."}`.
 fn change_json(
     rel: Option<(&str, &[Type])>,
@@ -963,12 +951,88 @@ fn change_json(
     let Some((name, types)) = rel else {
         return json!({"op": op, "relation": null});
     };
+    let mut fact = String::new();
+    render_fact(&mut fact, name, types, tuple, &symbols.read());
     json!({
         "op": op,
         "relation": name,
         "values": tuple.iter().zip(types).map(|(&v, &t)| value_json(t, v, symbols)).collect::<Vec<_>>(),
-        "fact": fact_text(name, types, tuple, symbols),
+        "fact": fact,
     })
+}
+
+/// Append [`change_json`]`(rel, symbols, change)` to `out` as the text it serialises
+/// to, written directly (a stream of millions of changes builds no JSON value per
+/// change); `fact` is scratch space. The test `changes_are_written_as_serde_writes_them`
+/// holds the two to the same bytes.
+fn write_change_json(
+    out: &mut String,
+    fact: &mut String,
+    rel: Option<(&str, &[Type])>,
+    symbols: &SymbolsRead<'_>,
+    (_, tuple, d): (RelId, &[Value], isize),
+) {
+    let op = if d > 0 { "\"+\"" } else { "\"-\"" };
+    let Some((name, types)) = rel else {
+        out.push_str("{\"op\":");
+        out.push_str(op);
+        out.push_str(",\"relation\":null}");
+        return;
+    };
+    fact.clear();
+    render_fact(fact, name, types, tuple, symbols);
+    out.push_str("{\"fact\":");
+    json_string(out, fact);
+    out.push_str(",\"op\":");
+    out.push_str(op);
+    out.push_str(",\"relation\":");
+    json_string(out, name);
+    out.push_str(",\"values\":[");
+    for (i, (&v, &t)) in tuple.iter().zip(types).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // (Writing into a `String` cannot fail.)
+        let _ = match t {
+            Type::Symbol => {
+                json_string(out, symbols.resolve(v));
+                Ok(())
+            }
+            Type::Record(_) => {
+                json_string(out, &t.render_quoted(v, symbols));
+                Ok(())
+            }
+            Type::Number => write!(out, "{}", v as i32),
+            Type::Unsigned => write!(out, "{v}"),
+            Type::Float => write!(out, "{}", json!(f32::from_bits(v))),
+        };
+    }
+    out.push_str("]}");
+}
+
+/// Append `s` as a JSON string, escaped as `serde_json` escapes.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push('"');
 }
 
 fn view_rel(view: &View, r: u32) -> Option<(&str, &[Type])> {
@@ -1367,15 +1431,17 @@ fn follow_changes(shared: Arc<Shared>, since: u64, offset: usize) -> Response {
                         c.in_line = true;
                         c.first_in_line = true;
                     }
+                    let symbols = view.symbols.read();
+                    let mut fact = String::new();
                     for ch in (from..to).map(|i| changes.get(i)) {
                         if !c.first_in_line {
                             text.push(',');
                         }
                         c.first_in_line = false;
-                        text.push_str(
-                            &change_json(view_rel(&view, ch.0), &view.symbols, ch).to_string(),
-                        );
+                        let rel = view_rel(&view, ch.0);
+                        write_change_json(&mut text, &mut fact, rel, &symbols, ch);
                     }
+                    drop(symbols);
                     if to == changes.len() {
                         text.push_str("]}\n");
                         c.commit += 1;
@@ -1569,6 +1635,47 @@ mod tests {
         log.push(5, changes(5..6));
         assert_eq!(log.first_kept, 5);
         assert_eq!(log.get(5).map(|e| e.commit), Some(5));
+    }
+
+    #[test]
+    fn changes_are_written_as_serde_writes_them() {
+        let text = ".type P = [a: symbol, b: float]\n\
+                    .decl e(s: symbol, n: number, u: unsigned, f: float, p: P)\n";
+        let mut m = Materialization::new("t.dl", text, "seminaive", 1).expect("checks");
+        for f in [
+            "e(\"quote \\\" back \\\\ tab \\t nl \\n cr \\r\", -3, 4, 1.5, [\"x\\\"y\", 0.1])",
+            "e(\"bell \u{7} bs \u{8} ff \u{c} é ✓\", 2147483647, 4294967295, -0.25, nil)",
+            "e(\"\", -2147483648, 0, 3, [\"\", -1e30])",
+        ] {
+            m.insert_fact(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+        }
+        let c = m.commit().expect("commits");
+        m.remove_fact("e(\"\", -2147483648, 0, 3, [\"\", -1e30])")
+            .expect("a fact");
+        let removed = m.commit().expect("commits");
+        let p = m.program();
+        let rel = |r: u32| {
+            p.relations
+                .get(r as usize)
+                .map(|x| (x.name.as_str(), &x.types[..]))
+        };
+        let changes: Vec<_> = c.changes.iter().chain(removed.changes.iter()).collect();
+        assert_eq!(changes.len(), 4);
+        let (mut out, mut fact, mut all) = (String::new(), String::new(), String::new());
+        for ch in changes {
+            for rel in [rel(ch.0), None] {
+                out.clear();
+                write_change_json(&mut out, &mut fact, rel, &m.symbols().read(), ch);
+                assert_eq!(out, change_json(rel, m.symbols(), ch).to_string());
+                all.push_str(&out);
+            }
+        }
+        // Every escape was met.
+        for escaped in [
+            r"\u0007", r"\b", r"\f", r"\t", r"\n", r"\r", r#"\\\""#, "é ✓",
+        ] {
+            assert!(all.contains(escaped), "{escaped} in {all}");
+        }
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub mod protocol;
 
 pub use error::LiveError;
 pub use materialization::{
-    AddedRules, Commit, LoadPolicy, Materialization, Staged, follow, quote, resolve_load,
+    AddedRules, Commit, LoadPolicy, Materialization, Staged, follow, quote, render_fact,
+    resolve_load,
 };
 pub use pattern::Pattern;

@@ -9,7 +9,7 @@ mod render;
 
 use load::split2;
 pub use load::{LoadPolicy, resolve_load};
-pub use render::quote;
+pub use render::{quote, render_fact};
 
 use crate::durable::{DataDir, Record, State};
 use crate::error::LiveError;

@@ -26,26 +26,7 @@ impl Materialization {
         tuple: &[Value],
     ) {
         let r = self.program().relation(relation);
-        out.push_str(&r.name);
-        out.push('(');
-        for (i, (&v, &t)) in tuple.iter().zip(&r.types).enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            // (Writing into a `String` cannot fail.)
-            let _ = match t {
-                Type::Symbol => {
-                    quote_into(out, symbols.resolve(v));
-                    Ok(())
-                }
-                Type::Number => write!(out, "{}", v as i32),
-                Type::Unsigned => write!(out, "{v}"),
-                // Symbols quoted inside too: the fact reads back as written.
-                Type::Record(_) => out.write_str(&t.render_quoted(v, symbols)),
-                Type::Float => out.write_str(&t.render_read(v, symbols)),
-            };
-        }
-        out.push_str(").");
+        render_fact(out, &r.name, &r.types, tuple, symbols);
     }
 
     /// Whether the changes of `relation` are shown to users: those of the `.output`
@@ -191,6 +172,38 @@ impl Materialization {
         let symbols = self.symbols.read();
         rows.sort_by(|a, b| self.compare_rows(&symbols, (a.0, &a.1), (b.0, &b.1)));
     }
+}
+
+/// Append the fact `name(tuple)` of a relation of `types` to `out` as Datalog:
+/// `path(1, "a").`, symbols quoted (also inside records, so that the fact reads back as
+/// written), numbers bare. What [`Materialization::render`] gives, for a front end that
+/// holds the relation's declaration and the symbols but not the materialization.
+pub fn render_fact(
+    out: &mut String,
+    name: &str,
+    types: &[Type],
+    tuple: &[Value],
+    symbols: &SymbolsRead<'_>,
+) {
+    out.push_str(name);
+    out.push('(');
+    for (i, (&v, &t)) in tuple.iter().zip(types).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        // (Writing into a `String` cannot fail.)
+        let _ = match t {
+            Type::Symbol => {
+                quote_into(out, symbols.resolve(v));
+                Ok(())
+            }
+            Type::Number => write!(out, "{}", v as i32),
+            Type::Unsigned => write!(out, "{v}"),
+            Type::Record(_) => out.write_str(&t.render_quoted(v, symbols)),
+            Type::Float => out.write_str(&t.render_read(v, symbols)),
+        };
+    }
+    out.push_str(").");
 }
 
 /// A symbol as a Datalog string literal.
