@@ -919,13 +919,20 @@ fn answer_response(answer: Answer) -> Response {
         }
         text
     });
-    let body = std::iter::once(start)
+    let pieces = std::iter::once(start)
         .chain(pieces)
-        .chain(std::iter::once("]}".to_string()))
-        .map(Ok::<_, std::io::Error>);
+        .chain(std::iter::once("]}".to_string()));
+    let body = if n <= STREAM_CHUNK {
+        // A small answer (most) goes whole, with its length.
+        Body::from(pieces.collect::<String>())
+    } else {
+        Body::from_stream(futures_util::stream::iter(
+            pieces.map(Ok::<_, std::io::Error>),
+        ))
+    };
     Response::builder()
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from_stream(futures_util::stream::iter(body)))
+        .body(body)
         .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "cannot stream"))
 }
 
