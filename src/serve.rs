@@ -464,9 +464,14 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             let outcome = match transaction(&mut m, &fact_dir, &body) {
                 Ok((c, present)) => {
                     let changes = publish(&shared, &m, &c);
-                    // The view of this commit: its relations and symbols render the
-                    // changes, whatever commits come while the answer is written.
-                    let view = current(&shared);
+                    // The relations and symbols of this commit render the changes,
+                    // whatever commits come while the answer is written. (Not the
+                    // view itself: the next commit would copy every relation it
+                    // changes while an answer still held them.)
+                    let (declared, symbols) = {
+                        let view = current(&shared);
+                        (view.declared.clone(), view.symbols.clone())
+                    };
                     measure(&shared, &mut m, c.number, Duration::from_secs(1));
                     let mut head = commit_head(&shared.instance, &c);
                     if !present.is_empty() {
@@ -475,7 +480,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
                     Ok(Answer {
                         head,
                         changes,
-                        view,
+                        declared,
+                        symbols,
                     })
                 }
                 Err(Refusal::Client(status, j)) => Err((status, j)),
@@ -878,7 +884,9 @@ fn millis(d: Duration) -> f64 {
 struct Answer {
     head: Json,
     changes: Arc<ChangeList>,
-    view: Arc<View>,
+    /// The commit's declarations and symbols.
+    declared: Arc<Program>,
+    symbols: Arc<SymbolTable>,
 }
 
 /// The head of a commit's answer, without its changes.
@@ -899,7 +907,8 @@ fn answer_response(answer: Answer) -> Response {
     let Answer {
         head,
         changes,
-        view,
+        declared,
+        symbols,
     } = answer;
     let mut start = head.to_string();
     // The head's closing brace: the changes come before it.
@@ -908,14 +917,18 @@ fn answer_response(answer: Answer) -> Response {
     let n = changes.len();
     let pieces = (0..n.div_ceil(STREAM_CHUNK)).map(move |k| {
         let from = k * STREAM_CHUNK;
-        let symbols = view.symbols.read();
+        let symbols = symbols.read();
         let (mut text, mut fact) = (String::new(), String::new());
         for i in from..(from + STREAM_CHUNK).min(n) {
             if i > 0 {
                 text.push(',');
             }
             let c = changes.get(i);
-            write_change_json(&mut text, &mut fact, view_rel(&view, c.0), &symbols, c);
+            let rel = declared
+                .relations
+                .get(c.0 as usize)
+                .map(|x| (x.name.as_str(), &x.types[..]));
+            write_change_json(&mut text, &mut fact, rel, &symbols, c);
         }
         text
     });
