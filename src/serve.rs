@@ -153,6 +153,9 @@ struct Logged {
     changes: Arc<ChangeList>,
 }
 
+/// What the change log counts per commit besides its changes' bytes.
+const LOGGED_OVERHEAD: usize = 64;
+
 /// The last commits' changes, for `/changes`: at most `max_commits` commits and about
 /// `max_bytes` bytes; older commits are dropped and asking for them answers 410 Gone.
 /// A commit larger than `max_bytes` alone is not kept at all (its client had its
@@ -182,7 +185,7 @@ impl ChangeLog {
     /// logged. A commit that does not fit alone is not kept (see [`ChangeLog`]).
     fn push(&mut self, commit: u64, mut changes: ChangeList) -> Arc<ChangeList> {
         changes.shrink_to_fit();
-        let size = changes.bytes() + 64;
+        let size = changes.bytes() + LOGGED_OVERHEAD;
         let changes = Arc::new(changes);
         if size > self.max_bytes {
             self.skip(commit);
@@ -208,6 +211,11 @@ impl ChangeLog {
             self.first_kept = self.entries.front().map_or(commit, |e| e.0.commit);
         }
         changes
+    }
+
+    /// The most a commit's changes may take (in [`ChangeList::bytes`]) to be kept.
+    fn room(&self) -> usize {
+        self.max_bytes.saturating_sub(LOGGED_OVERHEAD)
     }
 
     /// Keep nothing of commit `commit` nor of those before it: asking for them
@@ -803,7 +811,8 @@ fn publish_first(shared: &Shared, m: &Materialization, c: &Commit) {
         update_program(view, m, c);
     }
     let mut log = shared.log.write().unwrap_or_else(|e| e.into_inner());
-    match m.shown_state(log.max_bytes) {
+    // Built only if the log will keep it.
+    match m.shown_state(log.room()) {
         Some(state) => {
             log.push(c.number, state);
         }
@@ -1634,6 +1643,7 @@ mod tests {
         assert_eq!(log.bytes, 2 * 784);
         // A commit larger than the log alone is not kept, nor those before it; its
         // changes still come back for its answer, and the log goes on after it.
+        assert_eq!(log.room(), 2000 - 64);
         let large = log.push(4, changes(0..1000));
         assert_eq!(large.len(), 1000);
         assert_eq!((log.first_kept, log.entries.len(), log.bytes), (5, 0, 0));
