@@ -926,19 +926,16 @@ fn answer_response(answer: Answer) -> Response {
     let n = changes.len();
     let pieces = (0..n.div_ceil(STREAM_CHUNK)).map(move |k| {
         let from = k * STREAM_CHUNK;
-        let symbols = symbols.read();
-        let (mut text, mut fact) = (String::new(), String::new());
-        for i in from..(from + STREAM_CHUNK).min(n) {
-            if i > 0 {
-                text.push(',');
-            }
-            let c = changes.get(i);
-            let rel = declared
-                .relations
-                .get(c.0 as usize)
-                .map(|x| (x.name.as_str(), &x.types[..]));
-            write_change_json(&mut text, &mut fact, rel, &symbols, c);
-        }
+        let mut text = String::new();
+        let to = (from + STREAM_CHUNK).min(n);
+        write_changes_json(
+            &mut text,
+            &changes,
+            from..to,
+            &declared,
+            &symbols,
+            from == 0,
+        );
         text
     });
     let pieces = std::iter::once(start)
@@ -1022,6 +1019,33 @@ fn write_change_json(
     out.push_str("]}");
 }
 
+/// Append the changes `range` of `changes` to `out` as JSON objects separated by
+/// commas (one before the first too, unless `first`): what the answers, the pages and
+/// the follow streams of `/changes` are made of. Their relations are read in
+/// `declared` (the commit's declarations), their symbols under one lock.
+fn write_changes_json(
+    out: &mut String,
+    changes: &ChangeList,
+    range: std::ops::Range<usize>,
+    declared: &Program,
+    symbols: &SymbolTable,
+    first: bool,
+) {
+    let symbols = symbols.read();
+    let mut fact = String::new();
+    for i in range.clone() {
+        if i > range.start || !first {
+            out.push(',');
+        }
+        let c = changes.get(i);
+        let rel = declared
+            .relations
+            .get(c.0 as usize)
+            .map(|x| (x.name.as_str(), &x.types[..]));
+        write_change_json(out, &mut fact, rel, &symbols, c);
+    }
+}
+
 /// Append `s` as a JSON string, escaped as `serde_json` escapes.
 fn json_string(out: &mut String, s: &str) {
     out.push('"');
@@ -1045,12 +1069,6 @@ fn json_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
-}
-
-fn view_rel(view: &View, r: u32) -> Option<(&str, &[Type])> {
-    view.relations
-        .get(r as usize)
-        .map(|x| (x.name.as_str(), &x.types[..]))
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -1338,8 +1356,6 @@ async fn get_changes(State(shared): State<Arc<Shared>>, Query(q): Query<ChangesQ
     // took about 2 KB per change (four pages at once, 350 MB).
     let instance = Json::String(shared.instance.clone()).to_string();
     let mut page = format!("{{\"instance\":{instance},\"oldest\":{oldest},\"commits\":[");
-    let symbols = view.symbols.read();
-    let mut fact = String::new();
     for (k, (commit, changes, from, to)) in taken.iter().enumerate() {
         if k > 0 {
             page.push(',');
@@ -1349,16 +1365,10 @@ async fn get_changes(State(shared): State<Arc<Shared>>, Query(q): Query<ChangesQ
             page,
             "{{\"instance\":{instance},\"commit\":{commit},\"offset\":{from},\"complete\":{complete},\"changes\":["
         );
-        for i in *from..*to {
-            if i > *from {
-                page.push(',');
-            }
-            let c = changes.get(i);
-            write_change_json(&mut page, &mut fact, view_rel(&view, c.0), &symbols, c);
-        }
+        let (declared, symbols) = (&view.declared, &view.symbols);
+        write_changes_json(&mut page, changes, *from..*to, declared, symbols, true);
         page.push_str("]}");
     }
-    drop(symbols);
     let _ = write!(
         page,
         "],\"next\":{{\"since\":{},\"offset\":{}}},\"more\":{more}}}",
@@ -1446,17 +1456,10 @@ fn follow_changes(shared: Arc<Shared>, since: u64, offset: usize) -> Response {
                         c.in_line = true;
                         c.first_in_line = true;
                     }
-                    let symbols = view.symbols.read();
-                    let mut fact = String::new();
-                    for ch in (from..to).map(|i| changes.get(i)) {
-                        if !c.first_in_line {
-                            text.push(',');
-                        }
-                        c.first_in_line = false;
-                        let rel = view_rel(&view, ch.0);
-                        write_change_json(&mut text, &mut fact, rel, &symbols, ch);
-                    }
-                    drop(symbols);
+                    let (declared, symbols) = (&view.declared, &view.symbols);
+                    let first = c.first_in_line;
+                    write_changes_json(&mut text, &changes, from..to, declared, symbols, first);
+                    c.first_in_line &= from == to;
                     if to == changes.len() {
                         text.push_str("]}\n");
                         c.commit += 1;
